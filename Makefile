@@ -1,0 +1,33 @@
+# Convenience wrapper around CMake. `make test` is the test command named in the README.
+BUILD ?= build/release
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all build test test-asan test-portable demo bench clean
+
+all: build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Release build: the float suite with 1 and 2 threads, and the double build's suite
+# (finite-difference gradient checks). Ends with "N passed, N failed".
+test: build
+	scripts/run_tests.sh $(BUILD)
+
+# Debug + AddressSanitizer + UndefinedBehaviorSanitizer (clang when available).
+test-asan:
+	$(MAKE) test BUILD=build/asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DQKV_SANITIZE=ON -DQKV_BUILD_BENCH=OFF $(if $(shell command -v clang),-DCMAKE_C_COMPILER=clang,)"
+
+# No BLAS, no OpenMP: plain C11 + libm.
+test-portable:
+	$(MAKE) test BUILD=build/portable CMAKE_FLAGS="-DQKV_WITH_BLAS=OFF -DQKV_WITH_OPENMP=OFF -DQKV_BUILD_BENCH=OFF"
+
+demo: build
+	$(BUILD)/demo_attention
+
+clean:
+	rm -rf build

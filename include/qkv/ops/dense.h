@@ -1,0 +1,35 @@
+/* ops/dense.h: linear maps and matrix products (BLAS sgemm/dgemm behind qkv_gemm). */
+#ifndef QKV_OPS_DENSE_H
+#define QKV_OPS_DENSE_H
+#include "../qkv_graph.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = x W^T + b, as torch.nn.functional.linear.
+ * x (..., in), weight (out, in), bias (out) or NULL  ->  y (..., out). */
+QKV_API qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias);
+
+/* c = op(a) op(b), op = transpose of the last two dims when the flag is set.
+ * 2-D: a (M, K), b (K, N) -> (M, N). Batched (bmm): a (..., M, K), b (..., K, N) with equal
+ * leading dims, or b 2-D and shared by every batch entry. */
+QKV_API qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
+                               bool trans_b);
+
+/* Row-major C = alpha op(A) op(B) + beta C on qkv_real. The fast path is BLAS (or the portable
+ * cache-blocked fallback when built without BLAS); qkv_gemm_ref is the naive triple loop. */
+QKV_API void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
+                      const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb,
+                      qkv_real beta, qkv_real *c, int64_t ldc);
+QKV_API void qkv_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                          qkv_real alpha, const qkv_real *a, int64_t lda, const qkv_real *b,
+                          int64_t ldb, qkv_real beta, qkv_real *c, int64_t ldc);
+/* The portable blocked GEMM used when BLAS is off (exposed so tests cover it in every build). */
+QKV_API void qkv_gemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                              qkv_real alpha, const qkv_real *a, int64_t lda, const qkv_real *b,
+                              int64_t ldb, qkv_real beta, qkv_real *c, int64_t ldc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what qkv needs on Debian: a C compiler, CMake, OpenBLAS (OpenMP build) and OpenMP.
+# Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
+#   scripts/setup.sh            build dependencies
+#   scripts/setup.sh --torch    also python3-torch + numpy (only to regenerate test fixtures)
+set -eu
+want=(build-essential cmake libopenblas-openmp-dev clang libomp-dev)
+if [ "${1:-}" = "--torch" ]; then want+=(python3-torch python3-numpy); fi
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

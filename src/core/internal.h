@@ -1,0 +1,168 @@
+/*
+ * internal.h: what op implementations share: the context layout, arena allocation, sticky errors,
+ * argument checks, and the tape.
+ *
+ * How an op is written (see src/ops/dense.c for a complete example and docs/adding-an-op.md):
+ *
+ *   qkv_tensor *qkv_relu(qkv_ctx *ctx, qkv_tensor *x) {
+ *       if (!QKV_OP_BEGIN(ctx, "relu", x)) return NULL;         // sticky error / NULL inputs
+ *       if (!qkv__check_real(ctx, "relu", x, "x")) return NULL;  // dtype
+ *       x = qkv__contig(ctx, x);                                 // kernels want contiguous data
+ *       qkv_tensor *y = qkv__alloc_like(ctx, x);                 // output from the step arena
+ *       if (!y) return NULL;
+ *       KERNELS(ctx).relu_fwd(...);                              // ref or fast kernel
+ *       qkv_tape_entry *e = qkv__record(ctx, &relu_op, y, 1, &x); // NULL when not recording
+ *       if (e) e->saved[0] = ...;                                // what backward needs
+ *       return y;
+ *   }
+ *   static void relu_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+ *       qkv_real *dx = qkv__grad(ctx, e->in[0]);                 // zeroed on first use; NULL
+ *       if (dx) ... dx[i] += ...;                                // when no gradient is needed
+ *   }
+ */
+#ifndef QKV_INTERNAL_H
+#define QKV_INTERNAL_H
+
+#include "qkv/qkv.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define QKV_ARENA_ALIGN 64
+#define QKV_MAX_IN 6
+#define QKV_MAX_SAVED 4
+
+/* ---- arena -------------------------------------------------------------------------------- */
+
+typedef struct qkv_arena_chunk {
+    struct qkv_arena_chunk *next;
+    size_t size; /* usable bytes after the header */
+    size_t used;
+    unsigned char *data; /* 64-byte aligned */
+} qkv_arena_chunk;
+
+typedef struct qkv_arena {
+    qkv_arena_chunk *chunks; /* newest first */
+    size_t used;             /* bytes handed out this step (sum over chunks) */
+    size_t peak;             /* high-water mark over all steps */
+    size_t initial;          /* size of the first chunk */
+    uint64_t mallocs;        /* number of malloc calls made */
+    bool poison;
+    void **allocs; /* QKV_ARENA_PER_ALLOC (sanitizer builds): one malloc per allocation */
+    size_t n_allocs, cap_allocs;
+} qkv_arena;
+
+void qkv__arena_init(qkv_arena *a, size_t initial, bool poison);
+void qkv__arena_free(qkv_arena *a);
+void qkv__arena_reset(qkv_arena *a);
+void *qkv__arena_alloc(qkv_arena *a, size_t bytes); /* 64-aligned, NULL on OOM */
+
+/* ---- tape --------------------------------------------------------------------------------- */
+
+typedef struct qkv_tape_entry qkv_tape_entry;
+
+typedef struct qkv_op_desc {
+    const char *name;
+    /* Accumulate d(out) (e->out->grad) into the gradients of the inputs. */
+    void (*backward)(qkv_ctx *ctx, qkv_tape_entry *e);
+} qkv_op_desc;
+
+struct qkv_tape_entry {
+    const qkv_op_desc *op;
+    qkv_tape_entry *prev;
+    int n_in;
+    qkv_tensor *in[QKV_MAX_IN];
+    qkv_tensor *out;
+    qkv_tensor *saved[QKV_MAX_SAVED]; /* tensors the backward needs (mean, rstd, lse, ...) */
+    double f[8];                      /* scalar attributes copied by value (eps, scale, p) */
+    int64_t i[8];                     /* integer attributes (kind, window, seed stream) */
+    void *extra;                      /* op-specific struct copied into the arena */
+};
+
+/* ---- context ------------------------------------------------------------------------------ */
+
+struct qkv_ctx {
+    qkv_arena arena;
+    qkv_tape_entry *tape; /* last entry; walk ->prev */
+    int64_t tape_size;
+    bool backward_done;
+    qkv_status status;
+    bool grad_enabled;
+    bool training;
+    qkv_kernels kernels;
+    uint64_t seed, step;
+    uint64_t rng_calls; /* random ops issued this step: the Philox stream of the next one */
+};
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+/* Set the thread-local message (and, when ctx is given, the sticky status if it is still OK).
+ * Always returns NULL so ops can `return QKV_FAIL(...)`. */
+void *qkv__fail(qkv_ctx *ctx, qkv_status st, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+#define QKV_FAIL(ctx, st, ...) qkv__fail((ctx), (st), __FILE__, __LINE__, __VA_ARGS__)
+/* For calls that return a status rather than a tensor. */
+qkv_status qkv__error(qkv_status st, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+#define QKV_ERROR(st, ...) qkv__error((st), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Internal invariant (a bug in qkv, never user input): print file:line and abort. */
+#define QKV_ASSERT(cond)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) qkv__assert_fail(#cond, __FILE__, __LINE__);                                 \
+    } while (0)
+void qkv__assert_fail(const char *cond, const char *file, int line);
+
+/* ---- op helpers --------------------------------------------------------------------------- */
+
+/* False (and NULL to return) when ctx is NULL, carries an error, or an input is NULL. */
+bool qkv__op_begin(qkv_ctx *ctx, const char *op, const char *file, int line, int n,
+                   qkv_tensor *const *in);
+#define QKV_OP_BEGIN(ctx, op, ...)                                                                \
+    qkv__op_begin((ctx), (op), __FILE__, __LINE__,                                                \
+                  (int)(sizeof((qkv_tensor *[]){__VA_ARGS__}) / sizeof(qkv_tensor *)),            \
+                  (qkv_tensor *[]){__VA_ARGS__})
+
+/* dtype checks that fail with "op: argument x must be F32, got I32 (2, 3)". */
+bool qkv__check_dtype(qkv_ctx *ctx, const char *op, const qkv_tensor *t, const char *arg,
+                      qkv_dtype want, const char *file, int line);
+#define qkv__check_real(ctx, op, t, arg) qkv__check_dtype(ctx, op, t, arg, QKV_REAL, __FILE__, __LINE__)
+#define qkv__check_i32(ctx, op, t, arg) qkv__check_dtype(ctx, op, t, arg, QKV_I32, __FILE__, __LINE__)
+
+/* A contiguous tensor of the given shape (uninitialised / zeroed) from the step arena. */
+qkv_tensor *qkv__alloc(qkv_ctx *ctx, qkv_dtype dt, int ndim, const int64_t *shape);
+qkv_tensor *qkv__alloc_like(qkv_ctx *ctx, const qkv_tensor *t);
+/* Raw step memory for saved statistics, scratch, etc. */
+void *qkv__scratch(qkv_ctx *ctx, size_t bytes);
+/* t itself when contiguous, else a recorded contiguous copy (qkv_contiguous). */
+qkv_tensor *qkv__contig(qkv_ctx *ctx, qkv_tensor *t);
+
+/* Product of the leading dims (all but the last): the "rows" of a last-dim op. */
+int64_t qkv__rows(const qkv_tensor *t);
+static inline int64_t qkv__last(const qkv_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
+static inline qkv_real *qkv__data(const qkv_tensor *t) { return (qkv_real *)t->data; }
+static inline int32_t *qkv__idata(const qkv_tensor *t) { return (int32_t *)t->data; }
+
+/* Recording. qkv__record returns NULL when nothing is recorded (gradients disabled or no input
+ * requires one); otherwise it marks out as requiring a gradient and links a new entry. */
+bool qkv__needs_grad(const qkv_ctx *ctx, int n, qkv_tensor *const *in);
+qkv_tape_entry *qkv__record(qkv_ctx *ctx, const qkv_op_desc *op, qkv_tensor *out, int n,
+                            qkv_tensor *const *in);
+/* For non-differentiable ops: an error if recording would be needed. */
+bool qkv__refuse_grad(qkv_ctx *ctx, const char *op, int n, qkv_tensor *const *in);
+
+/* Gradient buffer of t (allocated zeroed on first use; views alias their base's gradient).
+ * NULL when t does not require a gradient. */
+qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t);
+
+/* Philox stream for the next random op of this step. */
+uint64_t qkv__next_stream(qkv_ctx *ctx);
+
+#endif

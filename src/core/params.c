@@ -1,0 +1,165 @@
+/*
+ * params.c: the parameter table. Parameters are registered by name and shape, then finalize
+ * lays them out in registration order in four contiguous 64-byte-aligned blocks: values,
+ * gradients, and the optimiser's two moments. One memset zeroes every gradient, one loop updates
+ * every parameter, and (later) one all-reduce averages every gradient.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct qkv_params {
+    qkv_tensor **tensors;
+    char **names;
+    int64_t count, cap;
+    int64_t numel;
+    int64_t *offsets; /* element offset of each tensor inside the blocks */
+    qkv_real *blocks[4];
+    bool finalized;
+};
+
+qkv_status qkv_params_new(qkv_params **out) {
+    if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_params_new: out is NULL");
+    *out = calloc(1, sizeof **out);
+    return *out ? QKV_OK : QKV_ERROR(QKV_ERR_OOM, "qkv_params_new: out of memory");
+}
+
+void qkv_params_free(qkv_params *p) {
+    if (!p) return;
+    for (int64_t i = 0; i < p->count; i++) {
+        free(p->tensors[i]);
+        free(p->names[i]);
+    }
+    free(p->tensors);
+    free(p->names);
+    free(p->offsets);
+    for (int b = 0; b < 4; b++) free(p->blocks[b]);
+    free(p);
+}
+
+qkv_tensor *qkv_params_find(const qkv_params *p, const char *name) {
+    if (!p || !name) return NULL;
+    for (int64_t i = 0; i < p->count; i++)
+        if (strcmp(p->names[i], name) == 0) return p->tensors[i];
+    return NULL;
+}
+
+qkv_status qkv_params_add(qkv_params *p, const char *name, int ndim, const int64_t *shape,
+                          qkv_tensor **out) {
+    if (out) *out = NULL;
+    if (!p || !name || !name[0] || (ndim > 0 && !shape))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_params_add: NULL or empty argument");
+    if (p->finalized)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_params_add: '%s' added after qkv_params_finalize", name);
+    if (ndim < 0 || ndim > QKV_MAX_DIMS)
+        return QKV_ERROR(QKV_ERR_SHAPE, "qkv_params_add: '%s' has %d dims (at most %d)", name, ndim,
+                         QKV_MAX_DIMS);
+    if (qkv_params_find(p, name))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_params_add: duplicate parameter name '%s'", name);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0 || n > INT64_MAX / 16 / shape[d])
+            return QKV_ERROR(QKV_ERR_SHAPE, "qkv_params_add: '%s' dim %d is %lld", name, d,
+                             (long long)shape[d]);
+        n *= shape[d];
+    }
+    if (p->count == p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 32;
+        qkv_tensor **t = realloc(p->tensors, (size_t)cap * sizeof *t);
+        if (!t) return QKV_ERROR(QKV_ERR_OOM, "qkv_params_add: out of memory");
+        p->tensors = t;
+        char **nm = realloc(p->names, (size_t)cap * sizeof *nm);
+        if (!nm) return QKV_ERROR(QKV_ERR_OOM, "qkv_params_add: out of memory");
+        p->names = nm;
+        p->cap = cap;
+    }
+    qkv_tensor *t = calloc(1, sizeof *t);
+    char *copy = malloc(strlen(name) + 1);
+    if (!t || !copy) {
+        free(t);
+        free(copy);
+        return QKV_ERROR(QKV_ERR_OOM, "qkv_params_add: out of memory");
+    }
+    strcpy(copy, name);
+    t->dtype = QKV_REAL;
+    t->ndim = ndim;
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        t->shape[d] = shape[d];
+        t->stride[d] = s;
+        s *= shape[d];
+    }
+    t->flags = QKV_PARAM | QKV_REQUIRES_GRAD;
+    t->name = copy;
+    p->tensors[p->count] = t;
+    p->names[p->count] = copy;
+    p->count++;
+    p->numel += n;
+    if (out) *out = t;
+    return QKV_OK;
+}
+
+qkv_status qkv_params_finalize(qkv_params *p) {
+    if (!p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_params_finalize: NULL table");
+    if (p->finalized) return QKV_ERROR(QKV_ERR_STATE, "qkv_params_finalize: called twice");
+    p->offsets = malloc((size_t)(p->count ? p->count : 1) * sizeof *p->offsets);
+    if (!p->offsets) return QKV_ERROR(QKV_ERR_OOM, "qkv_params_finalize: out of memory");
+    size_t bytes = (size_t)(p->numel ? p->numel : 1) * sizeof(qkv_real);
+    bytes = (bytes + QKV_ARENA_ALIGN - 1) & ~(size_t)(QKV_ARENA_ALIGN - 1);
+    for (int b = 0; b < 4; b++) {
+        p->blocks[b] = aligned_alloc(QKV_ARENA_ALIGN, bytes);
+        if (!p->blocks[b])
+            return QKV_ERROR(QKV_ERR_OOM, "qkv_params_finalize: out of memory (%zu bytes x 4)", bytes);
+        memset(p->blocks[b], 0, bytes);
+    }
+    int64_t off = 0;
+    for (int64_t i = 0; i < p->count; i++) {
+        qkv_tensor *t = p->tensors[i];
+        p->offsets[i] = off;
+        t->data = p->blocks[QKV_BLOCK_DATA] + off;
+        t->grad = p->blocks[QKV_BLOCK_GRAD] + off;
+        off += qkv_tensor_numel(t);
+    }
+    p->finalized = true;
+    return QKV_OK;
+}
+
+int64_t qkv_params_count(const qkv_params *p) { return p ? p->count : 0; }
+int64_t qkv_params_numel(const qkv_params *p) { return p ? p->numel : 0; }
+qkv_tensor *qkv_params_get(const qkv_params *p, int64_t i) {
+    return (p && i >= 0 && i < p->count) ? p->tensors[i] : NULL;
+}
+qkv_real *qkv_params_block(const qkv_params *p, qkv_param_block which) {
+    if (!p || !p->finalized || which < QKV_BLOCK_DATA || which > QKV_BLOCK_V) return NULL;
+    return p->blocks[which];
+}
+void qkv_params_zero_grad(qkv_params *p) {
+    if (p && p->finalized) memset(p->blocks[QKV_BLOCK_GRAD], 0, (size_t)p->numel * sizeof(qkv_real));
+}
+
+/* ---- initialisers --------------------------------------------------------------------------- */
+
+void qkv_init_uniform(qkv_tensor *t, double lo, double hi, uint64_t seed, uint64_t stream) {
+    qkv_real *x = (qkv_real *)t->data;
+    for (int64_t i = 0, n = qkv_tensor_numel(t); i < n; i++)
+        x[i] = (qkv_real)(lo + (hi - lo) * qkv_rng_uniform(seed, 0, stream, (uint64_t)i));
+}
+
+void qkv_init_normal(qkv_tensor *t, double mean, double std, uint64_t seed, uint64_t stream) {
+    qkv_real *x = (qkv_real *)t->data;
+    for (int64_t i = 0, n = qkv_tensor_numel(t); i < n; i++)
+        x[i] = (qkv_real)(mean + std * qkv_rng_normal(seed, 0, stream, (uint64_t)i));
+}
+
+void qkv_init_constant(qkv_tensor *t, double value) {
+    qkv_real *x = (qkv_real *)t->data;
+    for (int64_t i = 0, n = qkv_tensor_numel(t); i < n; i++) x[i] = (qkv_real)value;
+}
+
+void qkv_init_xavier_uniform(qkv_tensor *t, uint64_t seed, uint64_t stream) {
+    double fan_out = t->ndim >= 1 ? (double)t->shape[0] : 1.0;
+    double fan_in = t->ndim >= 2 ? (double)(qkv_tensor_numel(t) / t->shape[0]) : fan_out;
+    double a = sqrt(6.0 / (fan_in + fan_out));
+    qkv_init_uniform(t, -a, a, seed, stream);
+}

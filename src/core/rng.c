@@ -1,0 +1,63 @@
+/*
+ * rng.c: Philox4x32-10, a counter-based random number generator (Salmon, Moraes, Dror, Shaw,
+ * "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+ *
+ * out = Philox(counter, key): ten rounds of two 32x32->64 multiplications and key-bumped XORs.
+ * qkv uses counter = (index / 4 low, index / 4 high, stream, step) and key = seed, so the random
+ * number for element i of the stream-th random op in training step `step` is a pure function of
+ * those four integers: any thread may compute any element, in any order.
+ */
+#include "internal.h"
+
+#include <math.h>
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void qkv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        if (round) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+static void block(uint64_t seed, uint64_t step, uint64_t stream, uint64_t index, uint32_t out[4]) {
+    uint64_t b = index >> 2;
+    uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream, (uint32_t)step};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    qkv_philox4x32(ctr, key, out);
+}
+
+float qkv_rng_uniform(uint64_t seed, uint64_t step, uint64_t stream, uint64_t index) {
+    uint32_t r[4];
+    block(seed, step, stream, index, r);
+    return (float)(r[index & 3] >> 8) * (1.0f / 16777216.0f);
+}
+
+double qkv_rng_normal(uint64_t seed, uint64_t step, uint64_t stream, uint64_t index) {
+    /* Element index uses the pair (2 (index % 2), +1) of block index / 2: two normals a block. */
+    uint32_t r[4];
+    block(seed, step, stream, (index >> 1) << 2, r);
+    int pair = (int)(index & 1) * 2;
+    double u1 = ((double)(r[pair] >> 8) + 1.0) / 16777217.0; /* (0, 1): log is finite */
+    double u2 = (double)(r[pair + 1] >> 8) / 16777216.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}

@@ -1,0 +1,138 @@
+/*
+ * elementwise_cpu.c: fast elementwise kernels. Work is cut into fixed chunks of QKV_CHUNK
+ * elements handed to OpenMP threads; reductions sum per-chunk partials in chunk order, so the
+ * result does not depend on the thread count.
+ */
+#include "elementwise.h"
+
+#include <stdlib.h>
+
+#define QKV_CHUNK 4096
+
+static void unary_fwd(qkv_unary op, int64_t n, const qkv_real *x, qkv_real *y) {
+    if (op == QKV_UN_RELU) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+        return;
+    }
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
+#endif
+    for (int64_t i = 0; i < n; i++) y[i] = (qkv_real)qkv__unary(op, x[i]);
+}
+
+static void unary_bwd(qkv_unary op, int64_t n, const qkv_real *x, const qkv_real *y,
+                      const qkv_real *dy, qkv_real *dx) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
+#endif
+    for (int64_t i = 0; i < n; i++) dx[i] += (qkv_real)(dy[i] * qkv__unary_grad(op, x[i], y[i]));
+}
+
+/* Rows of the innermost dim: a is (R, L) with L = shape[3]; b row r starts at boff(r). */
+static inline int64_t b_row_offset(const qkv_bcast *g, int64_t r) {
+    int64_t i2 = r % g->shape[2], rest = r / g->shape[2];
+    int64_t i1 = rest % g->shape[1], i0 = rest / g->shape[1];
+    return i0 * g->bstride[0] + i1 * g->bstride[1] + i2 * g->bstride[2];
+}
+
+static void binary_fwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b, qkv_real *y) {
+    const int64_t L = g->shape[3], R = g->shape[0] * g->shape[1] * g->shape[2], s3 = g->bstride[3];
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (R * L > 4 * QKV_CHUNK)
+#endif
+    for (int64_t r = 0; r < R; r++) {
+        const qkv_real *ar = a + r * L, *br = b + b_row_offset(g, r);
+        qkv_real *yr = y + r * L;
+        if (s3 == 1) {
+            if (mul)
+                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] * br[i];
+            else
+                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] + br[i];
+        } else {
+            const qkv_real bv = br[0];
+            if (mul)
+                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] * bv;
+            else
+                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] + bv;
+        }
+    }
+}
+
+static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b,
+                       const qkv_real *dy, qkv_real *da, qkv_real *db) {
+    const int64_t L = g->shape[3], R = g->shape[0] * g->shape[1] * g->shape[2], s3 = g->bstride[3];
+    if (da) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (R * L > 4 * QKV_CHUNK)
+#endif
+        for (int64_t r = 0; r < R; r++) {
+            const qkv_real *br = b + b_row_offset(g, r);
+            for (int64_t i = 0; i < L; i++) da[r * L + i] += mul ? dy[r * L + i] * br[s3 * i] : dy[r * L + i];
+        }
+    }
+    if (db) /* rows in order: the same summation order as the reference, any thread count */
+        for (int64_t r = 0; r < R; r++) {
+            qkv_real *dbr = db + b_row_offset(g, r);
+            const qkv_real *dyr = dy + r * L, *ar = a + r * L;
+            if (s3 == 1) {
+                if (mul)
+                    for (int64_t i = 0; i < L; i++) dbr[i] += dyr[i] * ar[i];
+                else
+                    for (int64_t i = 0; i < L; i++) dbr[i] += dyr[i];
+            } else {
+                for (int64_t i = 0; i < L; i++) dbr[0] += mul ? dyr[i] * ar[i] : dyr[i];
+            }
+        }
+}
+
+static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, const qkv_real *x,
+                    qkv_real *y, bool accumulate) {
+    const qkv_real scale = (qkv_real)(1.0 / (1.0 - p));
+    const float pf = (float)p;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
+#endif
+    for (int64_t blk = 0; blk < (n + 3) / 4; blk++) {
+        /* one Philox block gives the four uniforms of elements 4 blk .. 4 blk + 3 */
+        uint64_t b = (uint64_t)blk;
+        uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream, (uint32_t)step}, r[4];
+        qkv_philox4x32(ctr, (uint32_t[]){(uint32_t)seed, (uint32_t)(seed >> 32)}, r);
+        for (int k = 0; k < 4 && 4 * blk + k < n; k++) {
+            int64_t i = 4 * blk + k;
+            float u = (float)(r[k] >> 8) * (1.0f / 16777216.0f);
+            qkv_real v = u >= pf ? x[i] * scale : 0;
+            y[i] = accumulate ? y[i] + v : v;
+        }
+    }
+}
+
+static double sum(int64_t n, const qkv_real *x) {
+    const int64_t chunks = (n + QKV_CHUNK - 1) / QKV_CHUNK;
+    double partial_stack[64], *partial = chunks <= 64 ? partial_stack : malloc(sizeof(double) * (size_t)chunks);
+    if (!partial) { /* no memory for partials: the serial loop gives the same chunked order */
+        double s = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+            double p = 0;
+            for (int64_t i = c * QKV_CHUNK; i < n && i < (c + 1) * QKV_CHUNK; i++) p += x[i];
+            s += p;
+        }
+        return s;
+    }
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (chunks > 1)
+#endif
+    for (int64_t c = 0; c < chunks; c++) {
+        double p = 0;
+        for (int64_t i = c * QKV_CHUNK; i < n && i < (c + 1) * QKV_CHUNK; i++) p += x[i];
+        partial[c] = p;
+    }
+    double s = 0;
+    for (int64_t c = 0; c < chunks; c++) s += partial[c];
+    if (partial != partial_stack) free(partial);
+    return s;
+}
+
+const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum};

@@ -1,0 +1,55 @@
+/* elementwise_ref.c: the reference (oracle) elementwise kernels: plain loops, double math. */
+#include "elementwise.h"
+
+static void unary_fwd(qkv_unary op, int64_t n, const qkv_real *x, qkv_real *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = (qkv_real)qkv__unary(op, x[i]);
+}
+
+static void unary_bwd(qkv_unary op, int64_t n, const qkv_real *x, const qkv_real *y,
+                      const qkv_real *dy, qkv_real *dx) {
+    for (int64_t i = 0; i < n; i++) dx[i] += (qkv_real)(dy[i] * qkv__unary_grad(op, x[i], y[i]));
+}
+
+#define FOR4(g)                                                                                   \
+    for (int64_t i0 = 0; i0 < (g)->shape[0]; i0++)                                                \
+        for (int64_t i1 = 0; i1 < (g)->shape[1]; i1++)                                            \
+            for (int64_t i2 = 0; i2 < (g)->shape[2]; i2++)                                        \
+                for (int64_t i3 = 0; i3 < (g)->shape[3]; i3++)
+
+#define BIDX(g) (i0 * (g)->bstride[0] + i1 * (g)->bstride[1] + i2 * (g)->bstride[2] + i3 * (g)->bstride[3])
+
+static void binary_fwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b, qkv_real *y) {
+    int64_t n = 0;
+    FOR4(g) {
+        y[n] = mul ? a[n] * b[BIDX(g)] : a[n] + b[BIDX(g)];
+        n++;
+    }
+}
+
+static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b,
+                       const qkv_real *dy, qkv_real *da, qkv_real *db) {
+    int64_t n = 0;
+    FOR4(g) {
+        int64_t j = BIDX(g);
+        if (da) da[n] += mul ? dy[n] * b[j] : dy[n];
+        if (db) db[j] += mul ? dy[n] * a[n] : dy[n];
+        n++;
+    }
+}
+
+static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, const qkv_real *x,
+                    qkv_real *y, bool accumulate) {
+    const qkv_real scale = (qkv_real)(1.0 / (1.0 - p));
+    for (int64_t i = 0; i < n; i++) {
+        qkv_real v = qkv_rng_uniform(seed, step, stream, (uint64_t)i) >= (float)p ? x[i] * scale : 0;
+        y[i] = accumulate ? y[i] + v : v;
+    }
+}
+
+static double sum(int64_t n, const qkv_real *x) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    return s;
+}
+
+const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum};

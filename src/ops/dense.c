@@ -1,0 +1,171 @@
+/*
+ * dense.c: linear (y = x W^T + b) and matmul / batched matmul.
+ *
+ * Dims: N rows (all leading dims of x flattened), I = in features, O = out features.
+ * Backward of y = x W^T + b:   dx += dy W,   dW += dy^T x,   db += sum_rows dy.
+ * Backward of C = op(A) op(B): dA = dC op(B)^T, dB = op(A)^T dC, folded back through the
+ * transposes (see matmul_backward). Nothing is saved: the inputs are on the tape already.
+ */
+#include "../core/internal.h"
+
+#include <limits.h>
+
+typedef void (*gemm_fn)(bool, bool, int64_t, int64_t, int64_t, qkv_real, const qkv_real *, int64_t,
+                        const qkv_real *, int64_t, qkv_real, qkv_real *, int64_t);
+
+static gemm_fn pick_gemm(const qkv_ctx *ctx) {
+    return ctx->kernels == QKV_KERNELS_REF ? qkv_gemm_ref : qkv_gemm;
+}
+
+static bool fits_blas(qkv_ctx *ctx, const char *op, int64_t a, int64_t b, int64_t c) {
+    if (a <= INT_MAX && b <= INT_MAX && c <= INT_MAX) return true;
+    QKV_FAIL(ctx, QKV_ERR_UNSUPPORTED, "%s: dimension over 2^31-1 (%lld, %lld, %lld)", op,
+             (long long)a, (long long)b, (long long)c);
+    return false;
+}
+
+/* ---- linear --------------------------------------------------------------------------------- */
+
+static void linear_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;
+    const int64_t N = qkv__rows(x), I = qkv__last(x), O = w->shape[0];
+    const qkv_real *dy = (const qkv_real *)e->out->grad; /* (N, O) */
+    gemm_fn gemm = pick_gemm(ctx);
+    qkv_real *dx = qkv__grad(ctx, x);
+    if (dx) gemm(false, false, N, I, O, 1, dy, O, qkv__data(w), I, 1, dx, I); /* (N,O)(O,I) */
+    qkv_real *dw = qkv__grad(ctx, w);
+    if (dw) gemm(true, false, O, I, N, 1, dy, O, qkv__data(x), I, 1, dw, I); /* (O,N)(N,I) */
+    qkv_real *db = qkv__grad(ctx, b);
+    if (db) /* rows outer, columns inner: vectorises, fixed summation order */
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t o = 0; o < O; o++) db[o] += dy[r * O + o];
+}
+
+static const qkv_op_desc linear_op = {"linear", linear_backward};
+
+qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias) {
+    if (!QKV_OP_BEGIN(ctx, "linear", x, weight)) return NULL;
+    if (!qkv__check_real(ctx, "linear", x, "x") || !qkv__check_real(ctx, "linear", weight, "weight") ||
+        (bias && !qkv__check_real(ctx, "linear", bias, "bias")))
+        return NULL;
+    char bx[96], bw[96], bb[96];
+    if (x->ndim < 1 || weight->ndim != 2 || weight->shape[1] != qkv__last(x) ||
+        (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0])))
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "linear: x %s, weight %s, bias %s do not fit y = x W^T + b",
+                        qkv_tensor_shape_str(x, bx, sizeof bx), qkv_tensor_shape_str(weight, bw, sizeof bw),
+                        qkv_tensor_shape_str(bias, bb, sizeof bb));
+    x = qkv__contig(ctx, x);
+    weight = qkv__contig(ctx, weight);
+    if (bias) bias = qkv__contig(ctx, bias);
+    if (!x || !weight || (ctx->status)) return NULL;
+    const int64_t N = qkv__rows(x), I = qkv__last(x), O = weight->shape[0];
+    if (!fits_blas(ctx, "linear", N, I, O)) return NULL;
+    int64_t shape[QKV_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = O;
+    qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, x->ndim, shape); /* (..., O) */
+    if (!y) return NULL;
+    qkv_real *yd = qkv__data(y);
+    if (bias) {
+        const qkv_real *bd = qkv__data(bias);
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t o = 0; o < O; o++) yd[r * O + o] = bd[o];
+    }
+    pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(weight), I, bias ? 1 : 0, yd, O);
+    qkv_tensor *in[3] = {x, weight, bias};
+    qkv__record(ctx, &linear_op, y, bias ? 3 : 2, in);
+    return y;
+}
+
+/* ---- matmul --------------------------------------------------------------------------------- */
+
+/* Per-call geometry of a (possibly batched) matmul. */
+typedef struct {
+    int64_t batch, M, N, K;
+    int64_t a_rows, a_cols, b_rows, b_cols; /* stored shapes of one a / b matrix */
+    bool b_shared;                          /* b is 2-D and used by every batch entry */
+} mm_geom;
+
+static mm_geom geometry(const qkv_tensor *a, const qkv_tensor *b, bool ta, bool tb) {
+    mm_geom g;
+    g.a_rows = a->shape[a->ndim - 2];
+    g.a_cols = a->shape[a->ndim - 1];
+    g.b_rows = b->shape[b->ndim - 2];
+    g.b_cols = b->shape[b->ndim - 1];
+    g.M = ta ? g.a_cols : g.a_rows;
+    g.K = ta ? g.a_rows : g.a_cols;
+    g.N = tb ? g.b_rows : g.b_cols;
+    g.batch = 1;
+    for (int d = 0; d + 2 < a->ndim; d++) g.batch *= a->shape[d];
+    g.b_shared = b->ndim == 2;
+    return g;
+}
+
+static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_tensor *a = e->in[0], *b = e->in[1];
+    const bool ta = e->i[0] != 0, tb = e->i[1] != 0;
+    const mm_geom g = geometry(a, b, ta, tb);
+    const qkv_real *dc = (const qkv_real *)e->out->grad; /* (batch, M, N) */
+    gemm_fn gemm = pick_gemm(ctx);
+    qkv_real *da = qkv__grad(ctx, a), *db = qkv__grad(ctx, b);
+    const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
+    for (int64_t s = 0; s < g.batch; s++) {
+        const qkv_real *as = qkv__data(a) + s * a_size;
+        const qkv_real *bs = qkv__data(b) + (g.b_shared ? 0 : s * b_size);
+        const qkv_real *dcs = dc + s * g.M * g.N;
+        if (da) {
+            qkv_real *das = da + s * a_size;
+            if (!ta) /* dA (M,K) += dC (M,N) op(B)^T */
+                gemm(false, !tb, g.M, g.K, g.N, 1, dcs, g.N, bs, g.b_cols, 1, das, g.a_cols);
+            else /* a = A^T: da (K,M) += op(B) dC^T */
+                gemm(tb, true, g.K, g.M, g.N, 1, bs, g.b_cols, dcs, g.N, 1, das, g.a_cols);
+        }
+        if (db) {
+            qkv_real *dbs = db + (g.b_shared ? 0 : s * b_size);
+            if (!tb) /* dB (K,N) += op(A)^T dC */
+                gemm(!ta, false, g.K, g.N, g.M, 1, as, g.a_cols, dcs, g.N, 1, dbs, g.b_cols);
+            else /* b = B^T: db (N,K) += dC^T op(A) */
+                gemm(true, ta, g.N, g.K, g.M, 1, dcs, g.N, as, g.a_cols, 1, dbs, g.b_cols);
+        }
+    }
+}
+
+static const qkv_op_desc matmul_op = {"matmul", matmul_backward};
+
+qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a, bool trans_b) {
+    if (!QKV_OP_BEGIN(ctx, "matmul", a, b)) return NULL;
+    if (!qkv__check_real(ctx, "matmul", a, "a") || !qkv__check_real(ctx, "matmul", b, "b")) return NULL;
+    char ba[96], bb[96];
+    bool ok = a->ndim >= 2 && b->ndim >= 2 && (b->ndim == 2 || b->ndim == a->ndim);
+    for (int d = 0; ok && b->ndim > 2 && d + 2 < a->ndim; d++) ok = a->shape[d] == b->shape[d];
+    mm_geom g;
+    if (ok) {
+        g = geometry(a, b, trans_a, trans_b);
+        ok = (trans_b ? g.b_cols : g.b_rows) == g.K;
+    }
+    if (!ok)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "matmul: a %s%s and b %s%s do not multiply",
+                        qkv_tensor_shape_str(a, ba, sizeof ba), trans_a ? "^T" : "",
+                        qkv_tensor_shape_str(b, bb, sizeof bb), trans_b ? "^T" : "");
+    a = qkv__contig(ctx, a);
+    b = qkv__contig(ctx, b);
+    if (ctx->status) return NULL;
+    if (!fits_blas(ctx, "matmul", g.M, g.N, g.K)) return NULL;
+    int64_t shape[QKV_MAX_DIMS];
+    for (int d = 0; d + 2 < a->ndim; d++) shape[d] = a->shape[d];
+    shape[a->ndim - 2] = g.M;
+    shape[a->ndim - 1] = g.N;
+    qkv_tensor *c = qkv__alloc(ctx, QKV_REAL, a->ndim, shape); /* (..., M, N) */
+    if (!c) return NULL;
+    gemm_fn gemm = pick_gemm(ctx);
+    const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
+    for (int64_t s = 0; s < g.batch; s++)
+        gemm(trans_a, trans_b, g.M, g.N, g.K, 1, qkv__data(a) + s * a_size, g.a_cols,
+             qkv__data(b) + (g.b_shared ? 0 : s * b_size), g.b_cols, 0, qkv__data(c) + s * g.M * g.N, g.N);
+    qkv_tape_entry *e = qkv__record(ctx, &matmul_op, c, 2, (qkv_tensor *[]){a, b});
+    if (e) {
+        e->i[0] = trans_a;
+        e->i[1] = trans_b;
+    }
+    return c;
+}

@@ -1,0 +1,198 @@
+/*
+ * elementwise.c: add / mul with broadcasting, scale, activations, dropout, sum, mean.
+ *
+ * Activations save nothing: backward reads the input x and the output y from the tape entry
+ * (tanh' = 1 - y^2, sigmoid' = y (1 - y), GELU' from x). Dropout saves only its Philox stream.
+ * Broadcasting: b's shape aligns with the trailing dims of a; each of b's dims equals a's or 1.
+ * The gradient of b sums over the broadcast dims in a fixed order.
+ */
+#include "../kernels/elementwise.h"
+
+/* ---- unary ---------------------------------------------------------------------------------- */
+
+static void unary_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    if (!dx) return;
+    qkv_elementwise_kernels_for(ctx)->unary_bwd((qkv_unary)e->i[0], qkv_tensor_numel(e->out), qkv__data(e->in[0]),
+                                                qkv__data(e->out), (const qkv_real *)e->out->grad, dx);
+}
+
+static const qkv_op_desc unary_ops[] = {
+    [QKV_UN_RELU] = {"relu", unary_backward},
+    [QKV_UN_GELU_ERF] = {"gelu", unary_backward},
+    [QKV_UN_GELU_TANH] = {"gelu_tanh", unary_backward},
+    [QKV_UN_TANH] = {"tanh", unary_backward},
+    [QKV_UN_SIGMOID] = {"sigmoid", unary_backward},
+};
+
+static qkv_tensor *unary(qkv_ctx *ctx, qkv_tensor *x, qkv_unary op) {
+    const char *name = unary_ops[op].name;
+    if (!QKV_OP_BEGIN(ctx, name, x)) return NULL;
+    if (!qkv__check_real(ctx, name, x, "x")) return NULL;
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);
+    if (!y) return NULL;
+    qkv_elementwise_kernels_for(ctx)->unary_fwd(op, qkv_tensor_numel(x), qkv__data(x), qkv__data(y));
+    qkv_tape_entry *e = qkv__record(ctx, &unary_ops[op], y, 1, &x);
+    if (e) e->i[0] = op;
+    return y;
+}
+
+qkv_tensor *qkv_relu(qkv_ctx *ctx, qkv_tensor *x) { return unary(ctx, x, QKV_UN_RELU); }
+qkv_tensor *qkv_tanh(qkv_ctx *ctx, qkv_tensor *x) { return unary(ctx, x, QKV_UN_TANH); }
+qkv_tensor *qkv_sigmoid(qkv_ctx *ctx, qkv_tensor *x) { return unary(ctx, x, QKV_UN_SIGMOID); }
+
+qkv_tensor *qkv_gelu(qkv_ctx *ctx, qkv_tensor *x, qkv_gelu_kind kind) {
+    if (kind != QKV_GELU_ERF && kind != QKV_GELU_TANH)
+        return ctx ? QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "gelu: unknown kind %d", (int)kind) : NULL;
+    return unary(ctx, x, kind == QKV_GELU_ERF ? QKV_UN_GELU_ERF : QKV_UN_GELU_TANH);
+}
+
+/* ---- binary with broadcasting --------------------------------------------------------------- */
+
+static bool broadcast_geometry(qkv_ctx *ctx, const char *op, const qkv_tensor *a, const qkv_tensor *b,
+                               qkv_bcast *g) {
+    char ba[96], bb[96];
+    bool ok = b->ndim <= a->ndim;
+    const int pad = 4 - a->ndim, bpad = a->ndim - b->ndim;
+    int64_t bstrides[QKV_MAX_DIMS];
+    int64_t stride = 1; /* b is contiguous here */
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        bstrides[d] = stride;
+        stride *= b->shape[d];
+    }
+    for (int d = 0; d < 4; d++) {
+        g->shape[d] = 1;
+        g->bstride[d] = 0;
+    }
+    for (int d = 0; ok && d < a->ndim; d++) {
+        g->shape[pad + d] = a->shape[d];
+        int bd = d - bpad;
+        if (bd < 0) continue;
+        if (b->shape[bd] == a->shape[d])
+            g->bstride[pad + d] = a->shape[d] == 1 ? 0 : bstrides[bd];
+        else if (b->shape[bd] != 1)
+            ok = false;
+    }
+    if (!ok)
+        QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: b %s does not broadcast onto a %s", op,
+                 qkv_tensor_shape_str(b, bb, sizeof bb), qkv_tensor_shape_str(a, ba, sizeof ba));
+    return ok;
+}
+
+static void binary_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_bcast g;
+    broadcast_geometry(ctx, e->op->name, e->in[0], e->in[1], &g);
+    qkv_real *da = qkv__grad(ctx, e->in[0]), *db = qkv__grad(ctx, e->in[1]);
+    qkv_elementwise_kernels_for(ctx)->binary_bwd(e->i[0] != 0, &g, qkv__data(e->in[0]), qkv__data(e->in[1]),
+                                                 (const qkv_real *)e->out->grad, da, db);
+}
+
+static const qkv_op_desc add_op = {"add", binary_backward};
+static const qkv_op_desc mul_op = {"mul", binary_backward};
+
+static qkv_tensor *binary(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool mul) {
+    const char *name = mul ? "mul" : "add";
+    if (!QKV_OP_BEGIN(ctx, name, a, b)) return NULL;
+    if (!qkv__check_real(ctx, name, a, "a") || !qkv__check_real(ctx, name, b, "b")) return NULL;
+    a = qkv__contig(ctx, a);
+    b = qkv__contig(ctx, b);
+    qkv_bcast g;
+    if (ctx->status || !broadcast_geometry(ctx, name, a, b, &g)) return NULL;
+    qkv_tensor *y = qkv__alloc_like(ctx, a);
+    if (!y) return NULL;
+    qkv_elementwise_kernels_for(ctx)->binary_fwd(mul, &g, qkv__data(a), qkv__data(b), qkv__data(y));
+    qkv_tape_entry *e = qkv__record(ctx, mul ? &mul_op : &add_op, y, 2, (qkv_tensor *[]){a, b});
+    if (e) e->i[0] = mul;
+    return y;
+}
+
+qkv_tensor *qkv_add(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b) { return binary(ctx, a, b, false); }
+qkv_tensor *qkv_mul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b) { return binary(ctx, a, b, true); }
+
+/* ---- scale ---------------------------------------------------------------------------------- */
+
+static void scale_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    if (!dx) return;
+    const qkv_real s = (qkv_real)e->f[0], *dy = (const qkv_real *)e->out->grad;
+    for (int64_t i = 0, n = qkv_tensor_numel(e->out); i < n; i++) dx[i] += s * dy[i];
+}
+
+static const qkv_op_desc scale_op = {"scale", scale_backward};
+
+qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s) {
+    if (!QKV_OP_BEGIN(ctx, "scale", x)) return NULL;
+    if (!qkv__check_real(ctx, "scale", x, "x")) return NULL;
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);
+    if (!y) return NULL;
+    const qkv_real sr = (qkv_real)s, *xd = qkv__data(x);
+    qkv_real *yd = qkv__data(y);
+    for (int64_t i = 0, n = qkv_tensor_numel(x); i < n; i++) yd[i] = sr * xd[i];
+    qkv_tape_entry *e = qkv__record(ctx, &scale_op, y, 1, &x);
+    if (e) e->f[0] = s;
+    return y;
+}
+
+/* ---- dropout -------------------------------------------------------------------------------- */
+
+static void dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    if (!dx) return;
+    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
+                                              (uint64_t)e->i[2], (const qkv_real *)e->out->grad, dx, true);
+}
+
+static const qkv_op_desc dropout_op = {"dropout", dropout_backward};
+
+qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
+    if (!QKV_OP_BEGIN(ctx, "dropout", x)) return NULL;
+    if (!qkv__check_real(ctx, "dropout", x, "x")) return NULL;
+    if (!(p >= 0 && p < 1)) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1)", p);
+    if (!ctx->training || p == 0) return x;
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);
+    if (!y) return NULL;
+    const uint64_t stream = qkv__next_stream(ctx);
+    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, qkv__data(x),
+                                              qkv__data(y), false);
+    qkv_tape_entry *e = qkv__record(ctx, &dropout_op, y, 1, &x);
+    if (e) {
+        e->f[0] = p;
+        e->i[0] = (int64_t)ctx->seed;
+        e->i[1] = (int64_t)ctx->step;
+        e->i[2] = (int64_t)stream;
+    }
+    return y;
+}
+
+/* ---- reductions ----------------------------------------------------------------------------- */
+
+static void sum_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    if (!dx) return;
+    const qkv_real g = (qkv_real)(((const qkv_real *)e->out->grad)[0] * e->f[0]); /* f[0]: 1 or 1/n */
+    for (int64_t i = 0, n = qkv_tensor_numel(e->in[0]); i < n; i++) dx[i] += g;
+}
+
+static const qkv_op_desc sum_op = {"sum", sum_backward};
+static const qkv_op_desc mean_op = {"mean", sum_backward};
+
+static qkv_tensor *reduce(qkv_ctx *ctx, qkv_tensor *x, bool mean) {
+    const char *name = mean ? "mean" : "sum";
+    if (!QKV_OP_BEGIN(ctx, name, x)) return NULL;
+    if (!qkv__check_real(ctx, name, x, "x")) return NULL;
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, 0, NULL);
+    if (!y) return NULL;
+    const int64_t n = qkv_tensor_numel(x);
+    const double factor = mean ? (n ? 1.0 / (double)n : 0.0) : 1.0;
+    qkv__data(y)[0] = (qkv_real)(qkv_elementwise_kernels_for(ctx)->sum(n, qkv__data(x)) * factor);
+    qkv_tape_entry *e = qkv__record(ctx, mean ? &mean_op : &sum_op, y, 1, &x);
+    if (e) e->f[0] = factor;
+    return y;
+}
+
+qkv_tensor *qkv_sum(qkv_ctx *ctx, qkv_tensor *x) { return reduce(ctx, x, false); }
+qkv_tensor *qkv_mean(qkv_ctx *ctx, qkv_tensor *x) { return reduce(ctx, x, true); }

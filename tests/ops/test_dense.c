@@ -1,0 +1,133 @@
+/* test_dense.c: GEMM implementations against each other; linear / matmul / shape-op gradients. */
+#include "testutil.h"
+
+static void gemm_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, qkv_real alpha, qkv_real beta) {
+    int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    qkv_real *a = malloc(sizeof(qkv_real) * (size_t)(m * k + 1)), *b = malloc(sizeof(qkv_real) * (size_t)(k * n + 1));
+    qkv_real *c0 = malloc(sizeof(qkv_real) * (size_t)(m * n + 1)), *c1 = malloc(sizeof(qkv_real) * (size_t)(m * n + 1)),
+             *c2 = malloc(sizeof(qkv_real) * (size_t)(m * n + 1));
+    tu_fill_uniform(a, m * k, -1, 1, 1);
+    tu_fill_uniform(b, k * n, -1, 1, 2);
+    tu_fill_uniform(c0, m * n, -1, 1, 3);
+    memcpy(c1, c0, sizeof(qkv_real) * (size_t)(m * n));
+    memcpy(c2, c0, sizeof(qkv_real) * (size_t)(m * n));
+    qkv_gemm_ref(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, n);
+    qkv_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c1, n);
+    qkv_gemm_blocked(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c2, n);
+    double tol = sizeof(qkv_real) == 4 ? 1e-5 * sqrt((double)k + 1) : 1e-12 * (double)(k + 1);
+    CHECK_MSG(tu_max_rel_diff(c1, c0, m * n) <= tol, "gemm %c%c %lldx%lldx%lld: fast differs by %g",
+              ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, tu_max_rel_diff(c1, c0, m * n));
+    CHECK_MSG(tu_max_rel_diff(c2, c0, m * n) <= tol, "gemm %c%c %lldx%lldx%lld: blocked differs by %g",
+              ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, tu_max_rel_diff(c2, c0, m * n));
+    free(a), free(b), free(c0), free(c1), free(c2);
+}
+
+TEST(gemm_fast_and_blocked_match_reference) {
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {65, 33, 300}, {130, 1030, 17}, {64, 64, 0}, {1, 257, 513}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int t = 0; t < 4; t++)
+            gemm_case(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], t == 3 ? (qkv_real)0.5 : 1,
+                      t == 2 ? (qkv_real)-0.25 : (t == 1 ? 1 : 0));
+}
+
+TEST(gemm_blocked_is_identical_across_thread_counts) {
+    const int64_t m = 200, n = 150, k = 333;
+    qkv_real *a = malloc(sizeof(qkv_real) * m * k), *b = malloc(sizeof(qkv_real) * k * n);
+    qkv_real *c1 = calloc((size_t)(m * n), sizeof(qkv_real)), *c2 = calloc((size_t)(m * n), sizeof(qkv_real));
+    tu_fill_uniform(a, m * k, -1, 1, 5);
+    tu_fill_uniform(b, k * n, -1, 1, 6);
+    int saved = qkv_get_num_threads();
+    qkv_set_num_threads(1);
+    qkv_gemm_blocked(false, true, m, n, k, 1, a, k, b, k, 0, c1, n);
+    qkv_set_num_threads(2);
+    qkv_gemm_blocked(false, true, m, n, k, 1, a, k, b, k, 0, c2, n);
+    qkv_set_num_threads(saved);
+    CHECK(memcmp(c1, c2, sizeof(qkv_real) * m * n) == 0);
+    free(a), free(b), free(c1), free(c2);
+}
+
+TEST(linear_forward_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    /* x = [[1, 2]], W = [[1, 0], [0, 1], [1, 1]], b = [0.5, -1, 0] -> [1.5, 1, 3] */
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){1, 2}, (qkv_real[]){1, 2});
+    qkv_tensor *w = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){3, 2}, (qkv_real[]){1, 0, 0, 1, 1, 1});
+    qkv_tensor *b = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){3}, (qkv_real[]){0.5, -1, 0});
+    qkv_tensor *y = qkv_linear(ctx, x, w, b);
+    CHECK(y && y->shape[0] == 1 && y->shape[1] == 3);
+    const qkv_real *yd = y->data;
+    CHECK(yd[0] == (qkv_real)1.5 && yd[1] == 1 && yd[2] == 3);
+    qkv_ctx_free(ctx);
+}
+
+static qkv_tensor *linear_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    (void)user;
+    return qkv_linear(ctx, in[0], in[1], in[2]);
+}
+
+TEST(linear_gradcheck) {
+    TU_NEED_DOUBLE();
+    const int64_t shapes[][3] = {{1, 1, 1}, {2, 3, 5}, {7, 4, 3}}; /* rows, in, out */
+    for (size_t s = 0; s < 3; s++) {
+        qkv_tensor *in[3] = {tu_rand(3, (int64_t[]){1, shapes[s][0], shapes[s][1]}, -1, 1, 1),
+                             tu_rand(2, (int64_t[]){shapes[s][2], shapes[s][1]}, -1, 1, 2),
+                             tu_rand(1, (int64_t[]){shapes[s][2]}, -1, 1, 3)};
+        for (int k = 0; k < 3; k++) qkv_tensor_requires_grad(in[k]);
+        tu_gradcheck("linear", linear_fn, in, 3, NULL, NULL);
+        for (int k = 0; k < 3; k++) tu_free(in[k]);
+    }
+}
+
+typedef struct {
+    bool ta, tb;
+} mm_flags;
+
+static qkv_tensor *matmul_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    mm_flags *f = user;
+    return qkv_matmul(ctx, in[0], in[1], f->ta, f->tb);
+}
+
+TEST(matmul_gradcheck_all_transposes_batched_and_shared) {
+    TU_NEED_DOUBLE();
+    for (int t = 0; t < 4; t++) {
+        mm_flags f = {t & 1, (t & 2) != 0};
+        const int64_t M = 3, K = 4, N = 2;
+        int64_t ash[4] = {2, 3, f.ta ? K : M, f.ta ? M : K};
+        int64_t bsh[4] = {2, 3, f.tb ? N : K, f.tb ? K : N};
+        qkv_tensor *in[2] = {tu_rand(4, ash, -1, 1, 10 + t), tu_rand(4, bsh, -1, 1, 20 + t)};
+        qkv_tensor_requires_grad(in[0]);
+        qkv_tensor_requires_grad(in[1]);
+        tu_gradcheck("bmm", matmul_fn, in, 2, &f, NULL);
+        tu_free(in[1]);
+        in[1] = tu_rand(2, bsh + 2, -1, 1, 30 + t); /* b shared by every batch entry */
+        qkv_tensor_requires_grad(in[1]);
+        tu_gradcheck("matmul shared b", matmul_fn, in, 2, &f, NULL);
+        tu_free(in[0]);
+        tu_free(in[1]);
+    }
+}
+
+TEST(matmul_rejects_mismatched_shapes) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *a = qkv_tensor_zeros(ctx, QKV_REAL, 3, (int64_t[]){2, 3, 4});
+    qkv_tensor *b = qkv_tensor_zeros(ctx, QKV_REAL, 3, (int64_t[]){3, 4, 5});
+    CHECK(qkv_matmul(ctx, a, b, false, false) == NULL);
+    CHECK(qkv_ctx_status(ctx) == QKV_ERR_SHAPE && strstr(qkv_last_error(), "(2, 3, 4)"));
+    qkv_ctx_free(ctx);
+}
+
+static qkv_tensor *heads_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    (void)user;
+    qkv_tensor *h = qkv_split_heads(ctx, in[0], 3);                  /* (B, H, T, D) view */
+    qkv_tensor *s = qkv_matmul(ctx, h, h, false, true);              /* (B, H, T, T) */
+    qkv_tensor *o = qkv_matmul(ctx, s, h, false, false);             /* (B, H, T, D) */
+    qkv_tensor *parts[2] = {qkv_merge_heads(ctx, o), in[0]};
+    return qkv_concat(ctx, parts, 2, 2);                             /* (B, T, 2C) */
+}
+
+TEST(split_merge_concat_gradcheck) {
+    TU_NEED_DOUBLE();
+    qkv_tensor *in[1] = {tu_rand(3, (int64_t[]){2, 3, 6}, -1, 1, 9)};
+    qkv_tensor_requires_grad(in[0]);
+    tu_gradcheck("heads", heads_fn, in, 1, NULL, NULL);
+    tu_free(in[0]);
+}

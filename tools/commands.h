@@ -1,0 +1,13 @@
+/* commands.h: the subcommands of the qkv tool. Each returns the process exit status. */
+#ifndef QKV_TOOLS_COMMANDS_H
+#define QKV_TOOLS_COMMANDS_H
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+} qkv_command;
+
+int qkv_cmd_inspect(int argc, char **argv);
+
+#endif

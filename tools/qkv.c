@@ -1,0 +1,40 @@
+/*
+ * qkv.c: the command-line tool, git-style: `qkv <command> [options]`.
+ * Each command lives in its own file (cmd_<name>.c) as `int qkv_cmd_<name>(int argc, char **argv)`.
+ */
+#include "qkv/qkv.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const qkv_command commands[] = {
+    {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: qkv <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions:\n  --help      this text (qkv <command> --help: the command's)\n"
+               "  --version   version and build configuration\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("qkv %s\n", qkv_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "qkv: unknown command '%s' (qkv --help lists them)\n", argv[1]);
+    return 2;
+}

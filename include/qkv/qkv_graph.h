@@ -133,6 +133,9 @@ QKV_API void qkv_tensor_requires_grad(qkv_tensor *t);
  * reshape needs a contiguous input; permute reorders dimensions by stride. */
 QKV_API qkv_tensor *qkv_reshape(qkv_ctx *ctx, qkv_tensor *t, int ndim, const int64_t *shape);
 QKV_API qkv_tensor *qkv_permute(qkv_ctx *ctx, qkv_tensor *t, const int *perm);
+/* Elements start .. start+length-1 along dim (torch.narrow). Parameters may be narrowed too: the
+ * view's gradient aliases the parameter's gradient block. */
+QKV_API qkv_tensor *qkv_narrow(qkv_ctx *ctx, qkv_tensor *t, int dim, int64_t start, int64_t length);
 
 /* ---------------------------------------------------------------------------------------------
  * Backward

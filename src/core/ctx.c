@@ -273,3 +273,18 @@ qkv_tensor *qkv_permute(qkv_ctx *ctx, qkv_tensor *t, const int *perm) {
     }
     return v;
 }
+
+qkv_tensor *qkv_narrow(qkv_ctx *ctx, qkv_tensor *t, int dim, int64_t start, int64_t length) {
+    if (!QKV_OP_BEGIN(ctx, "narrow", t)) return NULL;
+    char buf[96];
+    if (dim < 0) dim += t->ndim;
+    if (dim < 0 || dim >= t->ndim || start < 0 || length < 0 || start > t->shape[dim] - length)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "narrow: [%lld, %lld) along dim %d is outside %s", (long long)start,
+                        (long long)(start + length), dim, qkv_tensor_shape_str(t, buf, sizeof buf));
+    qkv_tensor *v = view_of(ctx, t);
+    if (!v) return NULL;
+    v->shape[dim] = length;
+    v->offset += start * t->stride[dim];
+    v->data = (unsigned char *)t->data + (size_t)(start * t->stride[dim]) * qkv_dtype_size(t->dtype);
+    return v;
+}

@@ -79,11 +79,13 @@ qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tens
 
 /* ---- matmul --------------------------------------------------------------------------------- */
 
-/* Per-call geometry of a (possibly batched) matmul. */
+/* Per-call geometry of a (possibly batched) matmul. b's leading dims equal the trailing leading
+ * dims of a (none: one b for all; (H) under a's (B, H): one b per head), so batch entry s of a
+ * uses b entry s % b_batch. */
 typedef struct {
     int64_t batch, M, N, K;
     int64_t a_rows, a_cols, b_rows, b_cols; /* stored shapes of one a / b matrix */
-    bool b_shared;                          /* b is 2-D and used by every batch entry */
+    int64_t b_batch;                        /* number of b matrices */
 } mm_geom;
 
 static mm_geom geometry(const qkv_tensor *a, const qkv_tensor *b, bool ta, bool tb) {
@@ -97,7 +99,8 @@ static mm_geom geometry(const qkv_tensor *a, const qkv_tensor *b, bool ta, bool 
     g.N = tb ? g.b_rows : g.b_cols;
     g.batch = 1;
     for (int d = 0; d + 2 < a->ndim; d++) g.batch *= a->shape[d];
-    g.b_shared = b->ndim == 2;
+    g.b_batch = 1;
+    for (int d = 0; d + 2 < b->ndim; d++) g.b_batch *= b->shape[d];
     return g;
 }
 
@@ -111,7 +114,7 @@ static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
     for (int64_t s = 0; s < g.batch; s++) {
         const qkv_real *as = qkv__data(a) + s * a_size;
-        const qkv_real *bs = qkv__data(b) + (g.b_shared ? 0 : s * b_size);
+        const qkv_real *bs = qkv__data(b) + (s % g.b_batch) * b_size;
         const qkv_real *dcs = dc + s * g.M * g.N;
         if (da) {
             qkv_real *das = da + s * a_size;
@@ -121,7 +124,7 @@ static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
                 gemm(tb, true, g.K, g.M, g.N, 1, bs, g.b_cols, dcs, g.N, 1, das, g.a_cols);
         }
         if (db) {
-            qkv_real *dbs = db + (g.b_shared ? 0 : s * b_size);
+            qkv_real *dbs = db + (s % g.b_batch) * b_size;
             if (!tb) /* dB (K,N) += op(A)^T dC */
                 gemm(!ta, false, g.K, g.N, g.M, 1, as, g.a_cols, dcs, g.N, 1, dbs, g.b_cols);
             else /* b = B^T: db (N,K) += dC^T op(A) */
@@ -136,8 +139,8 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     if (!QKV_OP_BEGIN(ctx, "matmul", a, b)) return NULL;
     if (!qkv__check_real(ctx, "matmul", a, "a") || !qkv__check_real(ctx, "matmul", b, "b")) return NULL;
     char ba[96], bb[96];
-    bool ok = a->ndim >= 2 && b->ndim >= 2 && (b->ndim == 2 || b->ndim == a->ndim);
-    for (int d = 0; ok && b->ndim > 2 && d + 2 < a->ndim; d++) ok = a->shape[d] == b->shape[d];
+    bool ok = a->ndim >= 2 && b->ndim >= 2 && b->ndim <= a->ndim;
+    for (int d = 0; ok && d + 2 < b->ndim; d++) ok = a->shape[a->ndim - b->ndim + d] == b->shape[d];
     mm_geom g;
     if (ok) {
         g = geometry(a, b, trans_a, trans_b);
@@ -161,7 +164,7 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
     for (int64_t s = 0; s < g.batch; s++)
         gemm(trans_a, trans_b, g.M, g.N, g.K, 1, qkv__data(a) + s * a_size, g.a_cols,
-             qkv__data(b) + (g.b_shared ? 0 : s * b_size), g.b_cols, 0, qkv__data(c) + s * g.M * g.N, g.N);
+             qkv__data(b) + (s % g.b_batch) * b_size, g.b_cols, 0, qkv__data(c) + s * g.M * g.N, g.N);
     qkv_tape_entry *e = qkv__record(ctx, &matmul_op, c, 2, (qkv_tensor *[]){a, b});
     if (e) {
         e->i[0] = trans_a;

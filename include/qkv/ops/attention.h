@@ -71,68 +71,6 @@ QKV_API qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_att
 QKV_API qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
                              double scale, const qkv_mask *mask, const qkv_real *alibi_slopes);
 
-/* ---- Multi-head attention (module) ---------------------------------------------------------
- * Parameters are named as torch.nn.MultiheadAttention's state_dict under `prefix`:
- *   <prefix>in_proj_weight (3C, C), <prefix>in_proj_bias (3C), <prefix>out_proj.weight (C, C),
- *   <prefix>out_proj.bias (C); extra ones for some variants:
- *   additive: <prefix>additive.w_q (H*A, D)... see docs/attention.md. */
-
-typedef enum qkv_relpos_kind {
-    QKV_RELPOS_NONE = 0,
-    QKV_RELPOS_SHAW = 1,  /* clipped relative key/value embeddings (Shaw et al. 2018) */
-    QKV_RELPOS_T5 = 2,    /* bucketed relative bias per head (Raffel et al. 2020) */
-    QKV_RELPOS_ROPE = 3,  /* rotary q/k (Su et al. 2021) */
-    QKV_RELPOS_ALIBI = 4  /* linear distance bias (Press et al. 2022) */
-} qkv_relpos_kind;
-
-typedef struct qkv_mha_config {
-    int32_t d_model;    /* C */
-    int32_t n_heads;    /* H; C % H == 0, D = C / H */
-    qkv_score_kind score;
-    qkv_attn_norm norm;
-    bool bias;                 /* biases on the projections (torch default true) */
-    bool cos_scale_learnable;  /* cosine: learn g per head (init cos_scale_init) */
-    double cos_scale_init;     /* cosine: g (default 10) */
-    int32_t additive_dim;      /* additive: A per head (default D) */
-    qkv_relpos_kind relpos;
-    int32_t relpos_max_distance; /* Shaw: clip distance K; T5: max distance */
-    int32_t relpos_buckets;      /* T5: number of buckets */
-    bool relpos_bidirectional;   /* T5: encoder true, decoder self-attention false */
-    double rope_base;            /* RoPE: 10000 */
-    bool use_fused;              /* use qkv_sdpa when the variant allows it (default true) */
-} qkv_mha_config;
-
-QKV_API qkv_mha_config qkv_mha_default_config(int32_t d_model, int32_t n_heads);
-
-typedef struct qkv_mha {
-    qkv_mha_config cfg;
-    qkv_tensor *in_proj_weight;  /* (3C, C) rows: W_q; W_k; W_v */
-    qkv_tensor *in_proj_bias;    /* (3C) or NULL */
-    qkv_tensor *out_proj_weight; /* (C, C) W^O */
-    qkv_tensor *out_proj_bias;   /* (C) or NULL */
-    qkv_tensor *general_weight;  /* general: (H, D, D) */
-    qkv_tensor *additive_wq;     /* additive: (H*A, C)... q side */
-    qkv_tensor *additive_wk;     /* additive: (H*A, C) k side */
-    qkv_tensor *additive_v;      /* additive: (H, A) */
-    qkv_tensor *cos_scale;       /* cosine, learnable: (H) */
-    qkv_tensor *rel_k;           /* Shaw: (2K+1, D) */
-    qkv_tensor *rel_v;           /* Shaw: (2K+1, D) */
-    qkv_tensor *t5_bias;         /* T5: (buckets, H) */
-} qkv_mha;
-
-/* Register the module's parameters in p (names prefixed by prefix, e.g. "encoder.layers.0.self_attn."). */
-QKV_API qkv_status qkv_mha_init(qkv_mha *m, const qkv_mha_config *cfg, qkv_params *p,
-                                const char *prefix);
-/* Initialise registered parameters (after qkv_params_finalize) as torch does: xavier uniform
- * in_proj, zero biases, out_proj as nn.Linear default... */
-QKV_API void qkv_mha_reset_parameters(qkv_mha *m, uint64_t seed);
-/* query (B, T, C), key (B, S, C), value (B, S, C) -> (B, T, C). Self-attention passes the same
- * tensor three times. weights_out: NULL, or receives the attention weights (B, H, T, S) of every
- * head (forces the unfused path). */
-QKV_API qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query,
-                                    qkv_tensor *key, qkv_tensor *value, const qkv_mask *mask,
-                                    qkv_tensor **weights_out);
-
 #ifdef __cplusplus
 }
 #endif

@@ -11,8 +11,9 @@ extern "C" {
 QKV_API qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias);
 
 /* c = op(a) op(b), op = transpose of the last two dims when the flag is set.
- * 2-D: a (M, K), b (K, N) -> (M, N). Batched (bmm): a (..., M, K), b (..., K, N) with equal
- * leading dims, or b 2-D and shared by every batch entry. */
+ * 2-D: a (M, K), b (K, N) -> (M, N). Batched (bmm): a (..., M, K), b (..., K, N) where b's
+ * leading dims equal the trailing leading dims of a (broadcast over the rest): b (K, N) is
+ * shared by every batch entry, b (H, K, N) under a (B, H, M, K) is one matrix per head. */
 QKV_API qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
                                bool trans_b);
 

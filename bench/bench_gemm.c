@@ -1,0 +1,124 @@
+/*
+ * bench_gemm.c: GEMM throughput through qkv against raw cblas_sgemm, same shapes, same run.
+ *
+ *   build/release/bench_gemm [--threads N] [--seconds S]
+ *
+ * For each shape (the Transformer shapes of ../shared/anchors/RESULTS.md, row-major, C = A B^T as
+ * qkv_linear calls it, and C = A B): 2 warm-up calls, then 7 alternating samples of each
+ * implementation, each sample repeating the call for about S/7 seconds (default S = 1). Prints the
+ * median GFLOP/s = 2 M N K / t of qkv_gemm (what every op uses), raw cblas_sgemm, the portable
+ * blocked fallback (qkv_gemm_blocked), and the ratio qkv / cblas. A benchmark, not a test.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "qkv/qkv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef QKV_WITH_BLAS
+#include <cblas.h>
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef enum { IMPL_QKV, IMPL_CBLAS, IMPL_BLOCKED } impl;
+
+static void run(impl which, bool tb, int64_t m, int64_t n, int64_t k, const qkv_real *a, const qkv_real *b,
+                qkv_real *c) {
+    const int64_t ldb = tb ? k : n;
+    switch (which) {
+    case IMPL_QKV: qkv_gemm(false, tb, m, n, k, 1, a, k, b, ldb, 0, c, n); break;
+    case IMPL_BLOCKED: qkv_gemm_blocked(false, tb, m, n, k, 1, a, k, b, ldb, 0, c, n); break;
+    case IMPL_CBLAS:
+#ifdef QKV_WITH_BLAS
+#ifdef QKV_DOUBLE
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1, a, (int)k,
+                    b, (int)ldb, 0, c, (int)n);
+#else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1, a, (int)k,
+                    b, (int)ldb, 0, c, (int)n);
+#endif
+#endif
+        break;
+    }
+}
+
+/* GFLOP/s of one sample: repeat until `seconds` have passed. */
+static double sample(impl which, bool tb, int64_t m, int64_t n, int64_t k, const qkv_real *a, const qkv_real *b,
+                     qkv_real *c, double seconds) {
+    int reps = 0;
+    double t0 = now(), t;
+    do {
+        run(which, tb, m, n, k, a, b, c);
+        reps++;
+        t = now() - t0;
+    } while (t < seconds);
+    return 2.0 * (double)m * (double)n * (double)k * reps / t * 1e-9;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+int main(int argc, char **argv) {
+    int threads = 0;
+    double seconds = 1.0;
+    bool with_blocked = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
+        else {
+            fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked]\n");
+            return 2;
+        }
+    }
+    qkv_set_num_threads(threads);
+    const struct {
+        const char *name;
+        int64_t m, n, k;
+        bool tb;
+    } shapes[] = {
+        {"square 512", 512, 512, 512, false},    {"square 1024", 1024, 1024, 1024, false},
+        {"qkv proj (linear)", 2048, 1536, 512, true}, {"out proj (linear)", 2048, 512, 512, true},
+        {"ffn up (linear)", 2048, 2048, 512, true},   {"ffn down (linear)", 2048, 512, 2048, true},
+        {"logits (linear)", 2048, 8000, 512, true},   {"attn scores 64x64x64", 64, 64, 64, true},
+    };
+    printf("qkv %s, %d thread(s), %.1f s per shape per implementation\n", qkv_version(), qkv_get_num_threads(),
+           seconds);
+    printf("%-24s %8s %10s %10s %10s %8s\n", "shape (MxNxK)", "", "qkv GF/s", "cblas GF/s", "blocked", "qkv/cblas");
+    enum { SAMPLES = 7 };
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+        qkv_real *a = malloc(sizeof(qkv_real) * (size_t)(m * k)), *b = malloc(sizeof(qkv_real) * (size_t)(k * n)),
+                 *c = malloc(sizeof(qkv_real) * (size_t)(m * n));
+        if (!a || !b || !c) {
+            fprintf(stderr, "bench_gemm: out of memory\n");
+            return 1;
+        }
+        for (int64_t i = 0; i < m * k; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+        for (int64_t i = 0; i < k * n; i++) b[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+        double g[3][SAMPLES];
+        const int n_impl = with_blocked ? 3 : 2;
+        for (int w = 0; w < n_impl; w++)
+            for (int r = 0; r < 2; r++) run((impl)w, shapes[s].tb, m, n, k, a, b, c);
+        for (int r = 0; r < SAMPLES; r++) /* alternate so drift hits every implementation alike */
+            for (int w = 0; w < n_impl; w++)
+                g[w][r] = sample((impl)w, shapes[s].tb, m, n, k, a, b, c, seconds / SAMPLES / (w == 2 ? 2 : 1));
+        for (int w = 0; w < n_impl; w++) qsort(g[w], SAMPLES, sizeof(double), cmp_double);
+        char dims[48];
+        snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+        printf("%-24s %8s %10.1f %10.1f %10.1f %8.2f\n", shapes[s].name, "", g[0][SAMPLES / 2], g[1][SAMPLES / 2],
+               with_blocked ? g[2][SAMPLES / 2] : 0.0, g[0][SAMPLES / 2] / g[1][SAMPLES / 2]);
+        printf("%-24s\n", dims);
+        free(a), free(b), free(c);
+    }
+    return 0;
+}

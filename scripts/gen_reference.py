@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Write the PyTorch reference fixtures that qkv's parity tests load (tests/data/*.safetensors).
+
+Run with Debian's interpreter, which has python3-torch (no PyPI needed):
+
+    scripts/setup.sh --torch           # apt-get install python3-torch python3-numpy
+    /usr/bin/python3 scripts/gen_reference.py [OUT_DIR]   # default tests/data
+
+Everything is computed in float64 so the C double build can match tightly and the float build to
+1e-5 relative. Each file holds, under PyTorch state_dict names:
+    param.<name>   module parameters            input.<name>   inputs (masks as I32, 1 = masked)
+    out.<name>     forward outputs              dout.<name>    the upstream gradient used
+    grad.<name>    gradients of sum(out * dout) w.r.t. params (grad.param.<name>) and inputs
+and a JSON configuration in the metadata key "config". The script uses only torch, numpy's absence
+is fine, and the standard library (the safetensors writer below is 30 lines of json + struct).
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def save_safetensors(path, tensors, metadata):
+    """Write a safetensors file: u64 header size, JSON header padded to 8 bytes, raw data."""
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().contiguous()
+        if t.dtype == torch.float64:
+            dtype, fmt = "F64", "d"
+        elif t.dtype == torch.float32:
+            dtype, fmt = "F32", "f"
+        elif t.dtype in (torch.int32, torch.int64, torch.bool):
+            t, dtype, fmt = t.to(torch.int32), "I32", "i"
+        else:
+            raise ValueError(f"{name}: unsupported dtype {t.dtype}")
+        flat = t.reshape(-1).tolist()
+        blob = struct.pack("<%d%s" % (len(flat), fmt), *flat)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * ((8 - len(raw) % 8) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+def record(module, inputs, forward, extra_params=None):
+    """Run forward, backprop sum(out * dout) and collect params, inputs, outputs and gradients."""
+    tensors = {}
+    params = dict(module.named_parameters()) if module is not None else {}
+    if extra_params:
+        params.update(extra_params)
+    for name, p in params.items():
+        tensors["param." + name] = p
+    for name, x in inputs.items():
+        tensors["input." + name] = x
+    outs = forward()
+    loss = 0
+    for name, y in outs.items():
+        dy = torch.randn_like(y) if y.dim() > 0 else torch.ones_like(y)
+        tensors["out." + name] = y
+        tensors["dout." + name] = dy
+        loss = loss + (y * dy).sum()
+    loss.backward()
+    for name, p in params.items():
+        tensors["grad.param." + name] = p.grad
+    for name, x in inputs.items():
+        if x.requires_grad:
+            tensors["grad.input." + name] = x.grad
+    return tensors
+
+
+def mha_fixture(out_dir):
+    torch.manual_seed(1)
+    B, T, S, C, H = 2, 5, 4, 8, 2
+    m = nn.MultiheadAttention(C, H, batch_first=True, dropout=0.0)
+    with torch.no_grad():  # non-zero biases so the test sees them
+        m.in_proj_bias.uniform_(-0.5, 0.5)
+        m.out_proj.bias.uniform_(-0.5, 0.5)
+    q = torch.randn(B, T, C, requires_grad=True)
+    kv = torch.randn(B, S, C, requires_grad=True)
+    pad_self = torch.zeros(B, T, dtype=torch.bool)
+    pad_self[1, 3:] = True  # batch 1 has 3 valid tokens
+    pad_cross = torch.zeros(B, S, dtype=torch.bool)
+    pad_cross[0, 2:] = True
+    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+
+    def forward():
+        self_pad, w_self_pad = m(q, q, q, key_padding_mask=pad_self, need_weights=True,
+                                 average_attn_weights=False)
+        self_causal, w_causal = m(q, q, q, attn_mask=causal, need_weights=True, average_attn_weights=False)
+        cross, w_cross = m(q, kv, kv, key_padding_mask=pad_cross, need_weights=True,
+                           average_attn_weights=False)
+        return {"self_pad": self_pad, "self_causal": self_causal, "cross": cross,
+                "weights_self_pad": w_self_pad, "weights_causal": w_causal, "weights_cross": w_cross}
+
+    tensors = record(m, {"q": q, "kv": kv}, forward)
+    tensors["input.pad_self"] = pad_self
+    tensors["input.pad_cross"] = pad_cross
+    save_safetensors(os.path.join(out_dir, "ref_mha.safetensors"), tensors,
+                     {"config": json.dumps({"d_model": C, "n_heads": H}), "torch": torch.__version__})
+
+
+def layer_fixture(out_dir, kind, norm_first):
+    torch.manual_seed(2 if kind == "encoder" else 3)
+    B, T, S, C, H, FF = 2, 5, 4, 8, 2, 16
+    cls = nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer
+    layer = cls(C, H, dim_feedforward=FF, dropout=0.0, activation="relu", batch_first=True,
+                norm_first=norm_first)
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if name.endswith("bias") or name.startswith("norm"):
+                p.uniform_(-0.5, 0.5) if name.endswith("bias") else p.uniform_(0.5, 1.5)
+    layer.train()  # dropout 0 and train mode: no fused fast path, same math as the documented one
+    x = torch.randn(B, T, C, requires_grad=True)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[1, 4:] = True
+    inputs = {"x": x}
+    if kind == "encoder":
+        def forward():
+            return {"y": layer(x, src_key_padding_mask=pad)}
+    else:
+        mem = torch.randn(B, S, C, requires_grad=True)
+        mem_pad = torch.zeros(B, S, dtype=torch.bool)
+        mem_pad[0, 3:] = True
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        inputs["memory"] = mem
+
+        def forward():
+            return {"y": layer(x, mem, tgt_mask=causal, tgt_key_padding_mask=pad,
+                               memory_key_padding_mask=mem_pad)}
+    tensors = record(layer, inputs, forward)
+    tensors["input.pad"] = pad
+    if kind == "decoder":
+        tensors["input.memory_pad"] = mem_pad
+    cfg = {"d_model": C, "n_heads": H, "dim_feedforward": FF, "norm_first": norm_first,
+           "activation": "relu", "layer_norm_eps": 1e-5}
+    name = f"ref_{kind}_layer_{'pre' if norm_first else 'post'}.safetensors"
+    save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
+
+
+def ops_fixture(out_dir):
+    torch.manual_seed(4)
+    N, C, V = 6, 7, 11
+    ln = nn.LayerNorm(C)
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(N, C, requires_grad=True)
+    g = torch.randn(N, C, requires_grad=True)
+    logits = torch.randn(N, V, requires_grad=True)
+    targets = torch.tensor([3, 0, 10, -100, 5, 5])
+
+    def forward():
+        return {"layernorm": ln(x), "gelu_erf": F.gelu(g), "gelu_tanh": F.gelu(g, approximate="tanh"),
+                "ce_smooth": F.cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.1),
+                "ce_plain": F.cross_entropy(logits, targets, ignore_index=-100)}
+
+    tensors = record(ln, {"x": x, "g": g, "logits": logits}, forward)
+    tensors["input.targets"] = targets
+    save_safetensors(os.path.join(out_dir, "ref_ops.safetensors"), tensors,
+                     {"config": json.dumps({"N": N, "C": C, "V": V, "eps": 1e-5, "ignore_index": -100,
+                                            "label_smoothing": 0.1})})
+
+
+class TinyTagger(nn.Module):
+    """Embedding -> post-LN encoder layer -> linear: the model of the AdamW trajectory test."""
+
+    def __init__(self, V, C, H, FF, K):
+        super().__init__()
+        self.embed = nn.Embedding(V, C)
+        self.layer = nn.TransformerEncoderLayer(C, H, FF, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(C, K)
+
+    def forward(self, ids):
+        return self.head(self.layer(self.embed(ids)))
+
+
+def adamw_fixture(out_dir):
+    torch.manual_seed(5)
+    V, C, H, FF, K, B, T, steps = 10, 8, 2, 16, 5, 3, 6, 10
+    model = TinyTagger(V, C, H, FF, K)
+    model.train()
+    ids = torch.randint(0, V, (B, T))
+    labels = torch.randint(0, K, (B, T))
+    tensors = {"init." + n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.01)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(ids).reshape(-1, K), labels.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    tensors.update({"final." + n: p.detach().clone() for n, p in model.named_parameters()})
+    tensors["input.ids"] = ids
+    tensors["input.labels"] = labels
+    tensors["out.losses"] = torch.tensor(losses)
+    cfg = {"V": V, "d_model": C, "n_heads": H, "dim_feedforward": FF, "classes": K, "steps": steps,
+           "lr": 1e-2, "beta1": 0.9, "beta2": 0.98, "eps": 1e-9, "weight_decay": 0.01}
+    save_safetensors(os.path.join(out_dir, "ref_adamw.safetensors"), tensors, {"config": json.dumps(cfg)})
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data")
+    os.makedirs(out_dir, exist_ok=True)
+    mha_fixture(out_dir)
+    for kind in ("encoder", "decoder"):
+        for norm_first in (False, True):
+            layer_fixture(out_dir, kind, norm_first)
+    ops_fixture(out_dir)
+    adamw_fixture(out_dir)
+    print("fixtures written to", os.path.abspath(out_dir))
+
+
+if __name__ == "__main__":
+    main()

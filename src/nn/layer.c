@@ -1,0 +1,144 @@
+/*
+ * layer.c: the Transformer encoder and decoder layers, post-LN and pre-LN, as
+ * torch.nn.TransformerEncoderLayer / TransformerDecoderLayer (parameter names included):
+ *
+ *   encoder, post-LN:  x = norm1(x + drop(SA(x)));          x = norm2(x + drop(FF(x)))
+ *   encoder, pre-LN:   x = x + drop(SA(norm1(x)));          x = x + drop(FF(norm2(x)))
+ *   decoder adds       x = norm2(x + drop(CA(x, memory)))   (pre-LN: x + drop(CA(norm2(x), memory)))
+ *   and its feed-forward block uses norm3.
+ *   FF(x) = linear2(drop(act(linear1(x))))
+ */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+qkv_layer_config qkv_layer_default_config(int32_t d_model, int32_t n_heads, int32_t dim_feedforward) {
+    qkv_layer_config c;
+    memset(&c, 0, sizeof c);
+    c.d_model = d_model;
+    c.n_heads = n_heads;
+    c.dim_feedforward = dim_feedforward;
+    c.norm_first = false;
+    c.activation = QKV_ACT_RELU;
+    c.dropout = 0.1;
+    c.layer_norm_eps = 1e-5;
+    c.self_attn = qkv_mha_default_config(d_model, n_heads);
+    c.cross_attn = qkv_mha_default_config(d_model, n_heads);
+    c.self_attn.dropout = c.cross_attn.dropout = c.dropout; /* torch passes its dropout to MHA */
+    return c;
+}
+
+static qkv_status add(qkv_params *p, const char *prefix, const char *name, int ndim, const int64_t *shape,
+                      qkv_tensor **out) {
+    char full[256];
+    int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "parameter name '%s%s' is too long", prefix, name);
+    return qkv_params_add(p, full, ndim, shape, out);
+}
+
+static qkv_status layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_params *p, const char *prefix,
+                             bool decoder) {
+    if (!l || !cfg || !p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: NULL argument");
+    memset(l, 0, sizeof *l);
+    const int64_t C = cfg->d_model, F = cfg->dim_feedforward;
+    if (C <= 0 || F <= 0 || cfg->self_attn.d_model != C || (decoder && cfg->cross_attn.d_model != C))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: d_model %lld / dim_feedforward %lld / attention widths disagree",
+                         (long long)C, (long long)F);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->layer_norm_eps > 0) ||
+        (unsigned)cfg->activation > QKV_ACT_GELU_TANH)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: bad dropout %g, layer_norm_eps %g or activation %d",
+                         cfg->dropout, cfg->layer_norm_eps, (int)cfg->activation);
+    l->cfg = *cfg;
+    l->decoder = decoder;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%sself_attn.", prefix ? prefix : "");
+    qkv_status st = qkv_mha_init(&l->self_attn, &cfg->self_attn, p, sub);
+    if (!st && decoder) {
+        snprintf(sub, sizeof sub, "%smultihead_attn.", prefix ? prefix : "");
+        st = qkv_mha_init(&l->cross_attn, &cfg->cross_attn, p, sub);
+    }
+    if (!st) st = add(p, prefix, "linear1.weight", 2, (const int64_t[]){F, C}, &l->linear1_weight);
+    if (!st) st = add(p, prefix, "linear1.bias", 1, (const int64_t[]){F}, &l->linear1_bias);
+    if (!st) st = add(p, prefix, "linear2.weight", 2, (const int64_t[]){C, F}, &l->linear2_weight);
+    if (!st) st = add(p, prefix, "linear2.bias", 1, (const int64_t[]){C}, &l->linear2_bias);
+    for (int i = 0; i < (decoder ? 3 : 2) && !st; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "norm%d.weight", i + 1);
+        st = add(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_weight[i]);
+        snprintf(name, sizeof name, "norm%d.bias", i + 1);
+        if (!st) st = add(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_bias[i]);
+    }
+    return st;
+}
+
+qkv_status qkv_encoder_layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_params *p, const char *prefix) {
+    return layer_init(l, cfg, p, prefix, false);
+}
+
+qkv_status qkv_decoder_layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_params *p, const char *prefix) {
+    return layer_init(l, cfg, p, prefix, true);
+}
+
+void qkv_layer_reset_parameters(qkv_layer *l, uint64_t seed) {
+    qkv_mha_reset_parameters(&l->self_attn, seed * 16 + 1);
+    if (l->decoder) qkv_mha_reset_parameters(&l->cross_attn, seed * 16 + 2);
+    const double a1 = 1 / sqrt((double)l->cfg.d_model), a2 = 1 / sqrt((double)l->cfg.dim_feedforward);
+    qkv_init_uniform(l->linear1_weight, -a1, a1, seed * 16 + 3, 0);
+    qkv_init_uniform(l->linear1_bias, -a1, a1, seed * 16 + 3, 1);
+    qkv_init_uniform(l->linear2_weight, -a2, a2, seed * 16 + 4, 0);
+    qkv_init_uniform(l->linear2_bias, -a2, a2, seed * 16 + 4, 1);
+    for (int i = 0; i < 3; i++) {
+        if (l->norm_weight[i]) qkv_init_constant(l->norm_weight[i], 1);
+        if (l->norm_bias[i]) qkv_init_constant(l->norm_bias[i], 0);
+    }
+}
+
+static qkv_tensor *norm(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x) {
+    return qkv_layernorm(ctx, x, l->norm_weight[i], l->norm_bias[i], l->cfg.layer_norm_eps);
+}
+
+static qkv_tensor *feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x) {
+    qkv_tensor *h = qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias); /* (B, T, F) */
+    switch (l->cfg.activation) {
+    case QKV_ACT_RELU: h = qkv_relu(ctx, h); break;
+    case QKV_ACT_GELU: h = qkv_gelu(ctx, h, QKV_GELU_ERF); break;
+    case QKV_ACT_GELU_TANH: h = qkv_gelu(ctx, h, QKV_GELU_TANH); break;
+    }
+    h = qkv_dropout(ctx, h, l->cfg.dropout);
+    return qkv_linear(ctx, h, l->linear2_weight, l->linear2_bias); /* (B, T, C) */
+}
+
+/* One residual sub-layer: post-LN norm(x + drop(f(x))) or pre-LN x + drop(f(norm(x))). */
+typedef enum { SUB_SELF, SUB_CROSS, SUB_FF } sublayer;
+
+static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, sublayer kind, qkv_tensor *x,
+                            qkv_tensor *memory, const qkv_mask *mask) {
+    qkv_tensor *in = l->cfg.norm_first ? norm(ctx, l, norm_index, x) : x;
+    qkv_tensor *f = NULL;
+    switch (kind) {
+    case SUB_SELF: f = qkv_mha_forward(ctx, &l->self_attn, in, in, in, mask, NULL); break;
+    case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, NULL); break;
+    case SUB_FF: f = feed_forward(ctx, l, in); break;
+    }
+    qkv_tensor *sum = qkv_add(ctx, x, qkv_dropout(ctx, f, l->cfg.dropout));
+    return l->cfg.norm_first ? sum : norm(ctx, l, norm_index, sum);
+}
+
+qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const qkv_mask *self_mask) {
+    if (!QKV_OP_BEGIN(ctx, "encoder_layer", x)) return NULL;
+    if (!l || l->decoder || !l->linear1_weight)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "encoder_layer: not an initialised encoder layer");
+    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask);
+    return residual(ctx, l, 1, SUB_FF, x, NULL, NULL);
+}
+
+qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, qkv_tensor *memory,
+                                      const qkv_mask *self_mask, const qkv_mask *cross_mask) {
+    if (!QKV_OP_BEGIN(ctx, "decoder_layer", x, memory)) return NULL;
+    if (!l || !l->decoder) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "decoder_layer: not an initialised decoder layer");
+    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask);
+    x = residual(ctx, l, 1, SUB_CROSS, x, memory, cross_mask);
+    return residual(ctx, l, 2, SUB_FF, x, NULL, NULL);
+}

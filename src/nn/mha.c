@@ -1,0 +1,226 @@
+/*
+ * mha.c: multi-head attention (module). See qkv_nn.h for the math and parameter names.
+ *
+ * Dims: B batch, T query length, S key length, C model width, H heads, D = C / H, A additive width.
+ * Self-attention runs one GEMM x (B, T, C) . in_proj_weight^T (C, 3C) and splits q, k, v as views;
+ * cross-attention runs one GEMM for q and one for k and v together.
+ */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+qkv_mha_config qkv_mha_default_config(int32_t d_model, int32_t n_heads) {
+    qkv_mha_config c;
+    memset(&c, 0, sizeof c);
+    c.d_model = d_model;
+    c.n_heads = n_heads;
+    c.score = QKV_SCORE_SCALED_DOT;
+    c.norm = QKV_NORM_SOFTMAX;
+    c.bias = true;
+    c.dropout = 0;
+    c.cos_scale_learnable = true;
+    c.cos_scale_init = 10;
+    c.additive_dim = 0; /* 0: D */
+    c.relpos = QKV_RELPOS_NONE;
+    c.relpos_max_distance = 0; /* 0: 16 for Shaw, 128 for T5 */
+    c.relpos_buckets = 32;
+    c.relpos_bidirectional = true;
+    c.rope_base = 10000;
+    c.use_fused = true;
+    return c;
+}
+
+static int32_t head_dim(const qkv_mha_config *c) { return c->d_model / c->n_heads; }
+static int32_t additive_dim(const qkv_mha_config *c) { return c->additive_dim > 0 ? c->additive_dim : head_dim(c); }
+static int32_t max_distance(const qkv_mha_config *c) {
+    return c->relpos_max_distance > 0 ? c->relpos_max_distance : (c->relpos == QKV_RELPOS_T5 ? 128 : 16);
+}
+
+static qkv_status add_param(qkv_params *p, const char *prefix, const char *name, int ndim, const int64_t *shape,
+                            qkv_tensor **out) {
+    char full[256];
+    int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "parameter name '%s%s' is too long", prefix, name);
+    return qkv_params_add(p, full, ndim, shape, out);
+}
+
+qkv_status qkv_mha_init(qkv_mha *m, const qkv_mha_config *cfg, qkv_params *p, const char *prefix) {
+    if (!m || !cfg || !p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: NULL argument");
+    memset(m, 0, sizeof *m);
+    const int64_t C = cfg->d_model, H = cfg->n_heads;
+    if (C <= 0 || H <= 0 || C % H != 0)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: d_model %lld is not a positive multiple of n_heads %lld",
+                         (long long)C, (long long)H);
+    if ((unsigned)cfg->score > QKV_SCORE_COSINE || (unsigned)cfg->norm > QKV_NORM_SIGMOID ||
+        (unsigned)cfg->relpos > QKV_RELPOS_ALIBI)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: unknown score (%d), normaliser (%d) or relpos (%d)",
+                         (int)cfg->score, (int)cfg->norm, (int)cfg->relpos);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: dropout %g is not in [0, 1)", cfg->dropout);
+    const int64_t D = C / H, A = additive_dim(cfg), K = max_distance(cfg);
+    if (cfg->relpos == QKV_RELPOS_ROPE && D % 2)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: RoPE needs an even head size, got %lld", (long long)D);
+    m->cfg = *cfg;
+    qkv_status st = QKV_OK;
+#define ADD(name, ndim, field, ...) \
+    if (!st) st = add_param(p, prefix, name, ndim, (const int64_t[]){__VA_ARGS__}, &m->field)
+    ADD("in_proj_weight", 2, in_proj_weight, 3 * C, C);
+    if (cfg->bias) ADD("in_proj_bias", 1, in_proj_bias, 3 * C);
+    ADD("out_proj.weight", 2, out_proj_weight, C, C);
+    if (cfg->bias) ADD("out_proj.bias", 1, out_proj_bias, C);
+    if (cfg->score == QKV_SCORE_GENERAL) ADD("general_weight", 3, general_weight, H, D, D);
+    if (cfg->score == QKV_SCORE_ADDITIVE) {
+        ADD("additive_wq", 3, additive_wq, H, A, D);
+        ADD("additive_wk", 3, additive_wk, H, A, D);
+        ADD("additive_v", 2, additive_v, H, A);
+    }
+    if (cfg->score == QKV_SCORE_COSINE && cfg->cos_scale_learnable) ADD("cos_scale", 1, cos_scale, H);
+    if (cfg->relpos == QKV_RELPOS_SHAW) {
+        ADD("rel_k", 2, rel_k, 2 * K + 1, D);
+        ADD("rel_v", 2, rel_v, 2 * K + 1, D);
+    }
+    if (cfg->relpos == QKV_RELPOS_T5) ADD("t5_bias", 2, t5_bias, cfg->relpos_buckets, H);
+#undef ADD
+    return st;
+}
+
+void qkv_mha_reset_parameters(qkv_mha *m, uint64_t seed) {
+    const double C = m->cfg.d_model, D = head_dim(&m->cfg);
+    qkv_init_xavier_uniform(m->in_proj_weight, seed, 1);
+    if (m->in_proj_bias) qkv_init_constant(m->in_proj_bias, 0);
+    qkv_init_uniform(m->out_proj_weight, -1 / sqrt(C), 1 / sqrt(C), seed, 2);
+    if (m->out_proj_bias) qkv_init_constant(m->out_proj_bias, 0);
+    if (m->general_weight) qkv_init_uniform(m->general_weight, -sqrt(3.0 / D), sqrt(3.0 / D), seed, 3);
+    if (m->additive_wq) {
+        double a = sqrt(6.0 / (D + additive_dim(&m->cfg)));
+        qkv_init_uniform(m->additive_wq, -a, a, seed, 4);
+        qkv_init_uniform(m->additive_wk, -a, a, seed, 5);
+        double b = 1 / sqrt((double)additive_dim(&m->cfg));
+        qkv_init_uniform(m->additive_v, -b, b, seed, 6);
+    }
+    if (m->cos_scale) qkv_init_constant(m->cos_scale, m->cfg.cos_scale_init);
+    if (m->rel_k) {
+        qkv_init_normal(m->rel_k, 0, 1 / sqrt(D), seed, 7);
+        qkv_init_normal(m->rel_v, 0, 1 / sqrt(D), seed, 8);
+    }
+    if (m->t5_bias) qkv_init_normal(m->t5_bias, 0, 0.1, seed, 9);
+}
+
+/* Project x (B, L, C) with rows [first*C, (first+count)*C) of in_proj and split into `count`
+ * head tensors (B, H, L, D) (strided views of one GEMM's output). */
+static void project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, int count, qkv_tensor **heads) {
+    const int64_t C = m->cfg.d_model, H = m->cfg.n_heads, D = C / H;
+    qkv_tensor *w = qkv_narrow(ctx, m->in_proj_weight, 0, first * C, count * C); /* (count C, C) */
+    qkv_tensor *b = m->in_proj_bias ? qkv_narrow(ctx, m->in_proj_bias, 0, first * C, count * C) : NULL;
+    qkv_tensor *y = qkv_linear(ctx, x, w, b); /* (B, L, count C) */
+    if (!y) return;
+    qkv_tensor *r = qkv_reshape(ctx, y, 4, (int64_t[]){y->shape[0], y->shape[1], count * H, D}); /* (B, L, count H, D) */
+    qkv_tensor *t = qkv_permute(ctx, r, (const int[]){0, 2, 1, 3});                            /* (B, count H, L, D) */
+    for (int i = 0; i < count; i++) heads[i] = qkv_narrow(ctx, t, 1, i * H, H);                 /* (B, H, L, D) */
+}
+
+/* Scores (B, H, T, S) of the configured score function and relative-position terms. */
+static qkv_tensor *scores_for(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k) {
+    const qkv_mha_config *c = &m->cfg;
+    const int64_t H = c->n_heads, D = head_dim(c), T = q->shape[2], S = k->shape[2];
+    const double inv_sqrt_d = 1 / sqrt((double)D);
+    qkv_tensor *e = NULL;
+    double content_scale = 1;
+    switch (c->score) {
+    case QKV_SCORE_DOT:
+    case QKV_SCORE_SCALED_DOT:
+    case QKV_SCORE_COSINE:
+        e = qkv_attn_scores(ctx, q, k, c->score, m->cos_scale, c->cos_scale_init);
+        content_scale = c->score == QKV_SCORE_SCALED_DOT ? inv_sqrt_d : 1;
+        break;
+    case QKV_SCORE_GENERAL: { /* q^T W k = q . (k W^T) */
+        qkv_tensor *kw = qkv_matmul(ctx, k, m->general_weight, false, true); /* (B, H, S, D) */
+        e = qkv_attn_scores(ctx, q, kw, QKV_SCORE_DOT, NULL, 1);
+        break;
+    }
+    case QKV_SCORE_ADDITIVE: {
+        qkv_tensor *qp = qkv_matmul(ctx, q, m->additive_wq, false, true); /* (B, H, T, A) */
+        qkv_tensor *kp = qkv_matmul(ctx, k, m->additive_wk, false, true); /* (B, H, S, A) */
+        e = qkv_additive_scores(ctx, qp, kp, m->additive_v);
+        break;
+    }
+    }
+    switch (c->relpos) {
+    case QKV_RELPOS_SHAW: /* e_ij += q_i . a^K_{j-i}, scaled like the content term */
+        e = qkv_add(ctx, e, qkv_scale(ctx, qkv_shaw_scores(ctx, q, m->rel_k, S), content_scale));
+        break;
+    case QKV_RELPOS_T5:
+        e = qkv_add(ctx, e, qkv_t5_bias(ctx, m->t5_bias, T, S, c->relpos_bidirectional, max_distance(c)));
+        break;
+    case QKV_RELPOS_ALIBI:
+        e = qkv_add(ctx, e, qkv_alibi_bias(ctx, H, T, S));
+        break;
+    case QKV_RELPOS_NONE:
+    case QKV_RELPOS_ROPE: break;
+    }
+    return e;
+}
+
+qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query, qkv_tensor *key, qkv_tensor *value,
+                            const qkv_mask *mask, qkv_tensor **weights_out) {
+    if (weights_out) *weights_out = NULL;
+    if (!QKV_OP_BEGIN(ctx, "mha", query, key, value)) return NULL;
+    if (!m || !m->in_proj_weight) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "mha: module is not initialised");
+    const qkv_mha_config *c = &m->cfg;
+    const int64_t C = c->d_model, H = c->n_heads, D = C / H;
+    char bq[96], bk[96], bv[96];
+    if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != C || key->shape[2] != C ||
+        value->shape[2] != C || key->shape[0] != query->shape[0] || value->shape[0] != query->shape[0] ||
+        key->shape[1] != value->shape[1])
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha: query %s, key %s, value %s are not (B, T, %lld), (B, S, %lld), (B, S, %lld)",
+                        qkv_tensor_shape_str(query, bq, sizeof bq), qkv_tensor_shape_str(key, bk, sizeof bk),
+                        qkv_tensor_shape_str(value, bv, sizeof bv), (long long)C, (long long)C, (long long)C);
+    qkv_tensor *q = NULL, *k = NULL, *v = NULL;
+    if (query == key && key == value) { /* self-attention: one GEMM for q, k, v */
+        qkv_tensor *qkv[3] = {NULL, NULL, NULL};
+        project(ctx, m, query, 0, 3, qkv);
+        q = qkv[0], k = qkv[1], v = qkv[2];
+    } else {
+        project(ctx, m, query, 0, 1, &q);
+        if (key == value) {
+            qkv_tensor *kv[2] = {NULL, NULL};
+            project(ctx, m, key, 1, 2, kv);
+            k = kv[0], v = kv[1];
+        } else {
+            project(ctx, m, key, 1, 1, &k);
+            project(ctx, m, value, 2, 1, &v);
+        }
+    }
+    if (ctx->status) return NULL;
+    if (c->relpos == QKV_RELPOS_ROPE) {
+        q = qkv_rope(ctx, q, 0, c->rope_base);
+        k = qkv_rope(ctx, k, 0, c->rope_base);
+    }
+    const bool dropout_on = ctx->training && c->dropout > 0;
+    const bool fused = c->use_fused && !weights_out && !dropout_on && c->score == QKV_SCORE_SCALED_DOT &&
+                       c->norm == QKV_NORM_SOFTMAX &&
+                       (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE || c->relpos == QKV_RELPOS_ALIBI);
+    qkv_tensor *o; /* (B, H, T, D) */
+    if (fused) {
+        qkv_real *slopes = NULL;
+        if (c->relpos == QKV_RELPOS_ALIBI) {
+            slopes = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)H);
+            if (!slopes) return NULL;
+            qkv_alibi_slopes(H, slopes);
+        }
+        o = qkv_sdpa(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes);
+    } else {
+        qkv_tensor *e = scores_for(ctx, m, q, k);                   /* (B, H, T, S) */
+        qkv_tensor *a = qkv_attn_normalize(ctx, e, c->norm, mask);  /* (B, H, T, S) */
+        if (weights_out) *weights_out = a;
+        qkv_tensor *ad = qkv_dropout(ctx, a, c->dropout);
+        o = qkv_matmul(ctx, ad, v, false, false); /* (B, H, T, D) */
+        if (c->relpos == QKV_RELPOS_SHAW) o = qkv_add(ctx, o, qkv_shaw_values(ctx, ad, m->rel_v));
+    }
+    qkv_tensor *merged = qkv_merge_heads(ctx, o);                           /* (B, T, C) */
+    qkv_tensor *y = qkv_linear(ctx, merged, m->out_proj_weight, m->out_proj_bias); /* (B, T, C) */
+    if (ctx->status && weights_out) *weights_out = NULL;
+    return y;
+}

@@ -7,7 +7,9 @@ CMAKE_FLAGS ?=
 
 all: build
 
+# scripts/setup.sh installs missing Debian packages (compiler, CMake, OpenBLAS); a no-op otherwise.
 $(BUILD)/CMakeCache.txt:
+	@scripts/setup.sh
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 
 build: $(BUILD)/CMakeCache.txt
@@ -27,7 +29,11 @@ test-portable:
 	$(MAKE) test BUILD=build/portable CMAKE_FLAGS="-DQKV_WITH_BLAS=OFF -DQKV_WITH_OPENMP=OFF -DQKV_BUILD_BENCH=OFF"
 
 demo: build
-	$(BUILD)/demo_attention
+	$(BUILD)/demo_attention $(DEMO_ARGS)
+
+bench: build
+	$(BUILD)/bench_gemm
+	$(BUILD)/bench_attention
 
 clean:
 	rm -rf build

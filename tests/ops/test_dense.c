@@ -131,3 +131,50 @@ TEST(split_merge_concat_gradcheck) {
     tu_gradcheck("heads", heads_fn, in, 1, NULL, NULL);
     tu_free(in[0]);
 }
+
+TEST(matmul_per_head_broadcast_gradcheck) {
+    TU_NEED_DOUBLE();
+    mm_flags f = {false, true};
+    /* a (B, H, M, K) = (2, 3, 4, 5), b (H, N, K) = (3, 2, 5): one b per head */
+    qkv_tensor *in[2] = {tu_rand(4, (int64_t[]){2, 3, 4, 5}, -1, 1, 41), tu_rand(3, (int64_t[]){3, 2, 5}, -1, 1, 42)};
+    qkv_tensor_requires_grad(in[0]);
+    qkv_tensor_requires_grad(in[1]);
+    tu_gradcheck("matmul per-head b", matmul_fn, in, 2, &f, NULL);
+    tu_free(in[0]);
+    tu_free(in[1]);
+}
+
+TEST(matmul_per_head_broadcast_forward) {
+    qkv_ctx *ctx = tu_ctx();
+    /* a (2, 2, 1, 1) = [[1],[2]] per batch; b (2, 1, 1) = [10, 100]: c[b, h] = a[b, h] * b[h] */
+    qkv_tensor *a = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){2, 2, 1, 1}, (qkv_real[]){1, 2, 3, 4});
+    qkv_tensor *b = qkv_tensor_from(ctx, QKV_REAL, 3, (int64_t[]){2, 1, 1}, (qkv_real[]){10, 100});
+    qkv_tensor *c = qkv_matmul(ctx, a, b, false, false);
+    CHECK(c != NULL);
+    if (c) {
+        const qkv_real *cd = c->data;
+        CHECK(cd[0] == 10 && cd[1] == 200 && cd[2] == 30 && cd[3] == 400);
+    }
+    qkv_tensor *bad = qkv_tensor_zeros(ctx, QKV_REAL, 3, (int64_t[]){3, 1, 1}); /* 3 heads under 2 */
+    CHECK(qkv_matmul(ctx, a, bad, false, false) == NULL && qkv_ctx_status(ctx) == QKV_ERR_SHAPE);
+    qkv_ctx_free(ctx);
+}
+
+TEST(narrow_of_parameter_aliases_its_gradient) {
+    qkv_params *p = NULL;
+    CHECK_OK(qkv_params_new(&p));
+    qkv_tensor *w;
+    CHECK_OK(qkv_params_add(p, "w", 2, (int64_t[]){6, 2}, &w));
+    CHECK_OK(qkv_params_finalize(p));
+    for (int i = 0; i < 12; i++) ((qkv_real *)w->data)[i] = (qkv_real)i;
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *rows = qkv_narrow(ctx, w, 0, 2, 3); /* rows 2..4 */
+    CHECK(rows && rows->shape[0] == 3 && qkv_tensor_is_contiguous(rows) && ((qkv_real *)rows->data)[0] == 4);
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){1, 2}, (qkv_real[]){1, 1});
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_linear(ctx, x, rows, NULL))));
+    const qkv_real *g = w->grad;
+    for (int i = 0; i < 12; i++) CHECK(g[i] == ((i >= 4 && i < 10) ? 1 : 0));
+    CHECK(qkv_narrow(ctx, w, 0, 5, 2) == NULL); /* past the end: rows 5..6 of 6 */
+    qkv_ctx_free(ctx);
+    qkv_params_free(p);
+}

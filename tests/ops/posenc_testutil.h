@@ -68,14 +68,18 @@ static inline void pe_free(pe_result *r) {
         free(r->data[k]);
 }
 
-/* Fast vs reference (float ~1e-5, double ~1e-12, relative), forward and every gradient, and the
- * fast kernels bit-identical with 1 and 2 threads. Returns the number of compared gradients. */
+/* Fast vs reference, forward and every gradient, and the fast kernels bit-identical with 1 and
+ * 2 threads. `reduction` is the longest sum behind a compared value (1 when none): the fast
+ * kernels may sum in qkv_real (GEMM), so the tolerance grows with it as in test_dense: float
+ * 1e-5 sqrt(n + 1), double 1e-12 (n + 1), relative (tu_max_rel_diff). Returns the number of
+ * compared gradients. */
 static inline int pe_check_kernels(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in,
-                                   void *user) {
+                                   void *user, int64_t reduction) {
     pe_result ref = pe_run(f, in, n_in, user, QKV_KERNELS_REF, 1);
     pe_result f1 = pe_run(f, in, n_in, user, QKV_KERNELS_FAST, 1);
     pe_result f2 = pe_run(f, in, n_in, user, QKV_KERNELS_FAST, 2);
-    const double tol = sizeof(qkv_real) == 4 ? 1e-5 : 1e-12;
+    const double tol = sizeof(qkv_real) == 4 ? 1e-5 * sqrt((double)reduction + 1)
+                                             : 1e-12 * (double)(reduction + 1);
     int grads = 0;
     for (int k = 0; k < ref.n; k++) {
         CHECK_MSG((ref.data[k] != NULL) == (f1.data[k] != NULL) &&

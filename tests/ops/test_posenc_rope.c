@@ -135,7 +135,7 @@ TEST(rope_fast_matches_reference_and_thread_counts) {
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         qkv_tensor *in[1] = {tu_rand(4, cases[c].shape, -1, 1, 60 + c)};
         qkv_tensor_requires_grad(in[0]);
-        CHECK(pe_check_kernels("rope", rope_fn, in, 1, (void *)&cases[c].args) == 1);
+        CHECK(pe_check_kernels("rope", rope_fn, in, 1, (void *)&cases[c].args, 1) == 1);
         tu_free(in[0]);
     }
 }

@@ -16,6 +16,7 @@
 
 static size_t align_up(size_t n) { return (n + QKV_ARENA_ALIGN - 1) & ~(size_t)(QKV_ARENA_ALIGN - 1); }
 
+#ifndef QKV_ARENA_PER_ALLOC
 static qkv_arena_chunk *chunk_new(qkv_arena *a, size_t size) {
     qkv_arena_chunk *c = malloc(sizeof *c);
     if (!c) return NULL;
@@ -30,6 +31,7 @@ static qkv_arena_chunk *chunk_new(qkv_arena *a, size_t size) {
     c->next = NULL;
     return c;
 }
+#endif
 
 static void chunks_free(qkv_arena_chunk *c) {
     while (c) {

@@ -7,7 +7,9 @@ static void fwd(int64_t n, int64_t C, const qkv_real *table, const int32_t *ids,
             y[i * C + c] = table[(int64_t)ids[i] * C + c];
 }
 
-static void bwd(int64_t n, int64_t C, const int32_t *ids, const qkv_real *dy, qkv_real *dtable) {
+static void bwd(int64_t n, int64_t V, int64_t C, const int32_t *ids, const qkv_real *dy,
+                qkv_real *dtable) {
+    (void)V;
     for (int64_t i = 0; i < n; i++)
         for (int64_t c = 0; c < C; c++)
             dtable[(int64_t)ids[i] * C + c] += dy[i * C + c];

@@ -13,7 +13,8 @@ static void embedding_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dtable = qkv__grad(ctx, e->in[0]);
     if (!dtable) return;
     const qkv_tensor *ids = e->saved[0];
-    qkv_embedding_kernels_for(ctx)->bwd(qkv_tensor_numel(ids), e->in[0]->shape[1], qkv__idata(ids),
+    qkv_embedding_kernels_for(ctx)->bwd(qkv_tensor_numel(ids), e->in[0]->shape[0],
+                                        e->in[0]->shape[1], qkv__idata(ids),
                                         (const qkv_real *)e->out->grad, dtable);
 }
 

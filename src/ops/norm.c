@@ -22,10 +22,14 @@ static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const bool center = e->i[0] != 0;
     qkv_real *dx = qkv__grad(ctx, x), *dw = qkv__grad(ctx, w), *db = qkv__grad(ctx, b);
     if (ctx->status || (!dx && !dw && !db)) return;
-    qkv_norm_kernels_for(ctx)->bwd(
-        center, qkv__rows(x), qkv__last(x), qkv__data(x), w ? qkv__data(w) : NULL,
-        center ? (const double *)e->saved[0]->data : NULL, (const double *)e->saved[1]->data,
-        (const qkv_real *)e->out->grad, dx, dw, db);
+    const qkv_norm_kernels *k = qkv_norm_kernels_for(ctx);
+    const int64_t N = qkv__rows(x), C = qkv__last(x);
+    const size_t scratch_bytes = k->bwd_scratch(N, C);
+    double *scratch = scratch_bytes ? qkv__scratch(ctx, scratch_bytes) : NULL;
+    if (ctx->status) return;
+    k->bwd(center, N, C, qkv__data(x), w ? qkv__data(w) : NULL,
+           center ? (const double *)e->saved[0]->data : NULL, (const double *)e->saved[1]->data,
+           (const qkv_real *)e->out->grad, dx, dw, db, scratch);
 }
 
 static const qkv_op_desc layernorm_op = {"layernorm", norm_backward};

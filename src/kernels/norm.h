@@ -23,7 +23,8 @@ typedef struct qkv_norm_kernels {
     void (*fwd)(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, const qkv_real *w,
                 const qkv_real *b, qkv_real *y, double *mean, double *rstd);
     /* dx (N, C), dw (C), db (C) accumulate (+=); any of them may be NULL. mean NULL: mu = 0.
-     * scratch: bwd_scratch(N, C) bytes (8-aligned) of work space for the dw / db partial sums. */
+     * scratch: bwd_scratch(N, C) bytes (8-aligned) of work space for the dw / db partial sums
+     * (only read when dw or db is given). */
     void (*bwd)(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_real *w,
                 const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
                 qkv_real *dw, qkv_real *db, double *scratch);

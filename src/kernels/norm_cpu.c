@@ -99,7 +99,7 @@ static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_
 #pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
 #endif
     for (int64_t ch = 0; ch < chunks; ch++) {
-        double *sw = scratch + ch * 2 * C, *sb = sw + C;
+        double *sw = params ? scratch + ch * 2 * C : NULL, *sb = params ? sw + C : NULL;
         if (params) memset(sw, 0, sizeof(double) * 2 * (size_t)C);
         for (int64_t r = ch * NORM_ROWS; r < N && r < (ch + 1) * NORM_ROWS; r++) {
             const double mu = mean ? mean[r] : 0, rs = rstd[r];

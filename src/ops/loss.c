@@ -8,6 +8,8 @@
  *   loss     = sum over rows whose target != ignore_index of loss_row / n_valid.
  * When every row is ignored (n_valid = 0) the loss is 0 and all gradients are 0 (PyTorch returns
  * NaN there, 0/0); one batch of padding then does not poison a training run.
+ * Non-finite logits behave as in PyTorch (a -inf target logit gives an infinite loss, a row of
+ * -inf only gives NaN): unlike softmax, a counted row cannot be "fully masked".
  * Backward: dlogits_row = (softmax(logits_row) - q) dloss / n_valid; ignored rows get 0.
  * Saved for backward: targets (saved[0]) and the per-row log-sum-exp (saved[1], F64 (N)), from
  * which softmax is recomputed; the logits are the tape entry's input.

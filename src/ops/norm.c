@@ -24,7 +24,7 @@ static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     if (ctx->status || (!dx && !dw && !db)) return;
     const qkv_norm_kernels *k = qkv_norm_kernels_for(ctx);
     const int64_t N = qkv__rows(x), C = qkv__last(x);
-    const size_t scratch_bytes = k->bwd_scratch(N, C);
+    const size_t scratch_bytes = dw || db ? k->bwd_scratch(N, C) : 0;
     double *scratch = scratch_bytes ? qkv__scratch(ctx, scratch_bytes) : NULL;
     if (ctx->status) return;
     k->bwd(center, N, C, qkv__data(x), w ? qkv__data(w) : NULL,

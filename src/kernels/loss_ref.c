@@ -1,0 +1,37 @@
+/* loss_ref.c: the reference (oracle) cross-entropy kernels: plain loops, double math. */
+#include "loss.h"
+
+#include <math.h>
+
+static void ce_fwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
+                   double eps, double *lse, double *row_loss) {
+    for (int64_t r = 0; r < N; r++) {
+        lse[r] = row_loss[r] = 0;
+        if (t[r] == ignore) continue;
+        const qkv_real *xr = x + r * V;
+        double m = -INFINITY;
+        for (int64_t v = 0; v < V; v++)
+            if (xr[v] > m || isnan(xr[v])) m = xr[v];
+        double s = 0, sx = 0;
+        for (int64_t v = 0; v < V; v++) {
+            s += exp((double)xr[v] - m);
+            sx += xr[v];
+        }
+        lse[r] = m + log(s);
+        row_loss[r] = (1 - eps) * (lse[r] - xr[t[r]]);
+        if (eps > 0) row_loss[r] += eps * (lse[r] - sx / (double)V);
+    }
+}
+
+static void ce_bwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
+                   double eps, const double *lse, double scale, qkv_real *dx) {
+    for (int64_t r = 0; r < N; r++) {
+        if (t[r] == ignore) continue;
+        for (int64_t v = 0; v < V; v++) {
+            double q = eps / (double)V + (v == t[r] ? 1 - eps : 0);
+            dx[r * V + v] += (qkv_real)(scale * (exp((double)x[r * V + v] - lse[r]) - q));
+        }
+    }
+}
+
+const qkv_loss_kernels qkv_loss_ref = {ce_fwd, ce_bwd};

@@ -1,0 +1,136 @@
+/*
+ * norm_cpu.c: fast LayerNorm / RMSNorm kernels.
+ *
+ * Forward and dx: OpenMP over rows; per row two passes for the statistics (mean, then the sum of
+ * squared deviations: stable, and the row is in L1 for the second pass) with vectorised double
+ * lane sums (rowreduce.h), then one vectorised pass writing the output.
+ * dw, db: in the same pass, each fixed chunk of NORM_ROWS rows sums its rows into its own
+ * partial (C) in scratch; the partials are then added in chunk order. The chunks do not depend
+ * on the thread count, so neither do the sums, and no two threads write the same memory.
+ * The per-row helpers take restrict pointers and are always inlined, so their flags are
+ * constants and their QKV_LANE_LOOPs vectorise.
+ */
+#include "norm.h"
+#include "rowreduce.h"
+
+#include <math.h>
+
+#define NORM_GRAIN 16384 /* elements below which a loop stays on one thread */
+#define NORM_ROWS 64     /* rows per dw/db partial sum: fixed, so no sum depends on the threads */
+#define NORM_COLS 64     /* columns per block when adding up the partials */
+
+/* y = (x - mu) rs [* w] [+ b] over one row. */
+QKV_ROW_INLINE void fwd_row(int64_t C, const qkv_real *restrict x, const qkv_real *restrict w,
+                            const qkv_real *restrict b, double mu, double rs,
+                            qkv_real *restrict y) {
+    if (w && b)
+        QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs * w[c] + b[c]););
+    else if (w)
+        QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs * w[c]););
+    else if (b)
+        QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs + b[c]););
+    else
+        QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs););
+}
+
+static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, const qkv_real *w,
+                const qkv_real *b, qkv_real *y, double *mean, double *rstd) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
+#endif
+    for (int64_t r = 0; r < N; r++) {
+        const qkv_real *xr = x + r * C;
+        const double mu = center ? qkv__row_sum(xr, C) / (double)C : 0;
+        const double rs = 1.0 / sqrt(qkv__row_sumsq(xr, mu, C) / (double)C + eps);
+        fwd_row(C, xr, w, b, mu, rs, y + r * C);
+        if (mean) mean[r] = mu;
+        rstd[r] = rs;
+    }
+}
+
+/* dx += rstd (g - mean_g - xhat mean_gx) over one row, g = dy [* w]. has_w is a constant at
+ * each call site, so the branch on it leaves the vectorised loops. */
+QKV_ROW_INLINE void bwd_row(bool center, bool has_w, int64_t C, const qkv_real *restrict x,
+                            const qkv_real *restrict w, double mu, double rs,
+                            const qkv_real *restrict dy, qkv_real *restrict dx) {
+    double sg[QKV_LANES] = {0}, sgx[QKV_LANES] = {0}; /* lanes of sum g, sum g xhat */
+    int64_t c = 0;
+    for (; c + QKV_LANES <= C; c += QKV_LANES)
+        for (int k = 0; k < QKV_LANES; k++) {
+            const double g = (double)dy[c + k] * (has_w ? (double)w[c + k] : 1.0);
+            sg[k] += g;
+            sgx[k] += g * (((double)x[c + k] - mu) * rs);
+        }
+    for (int k = 0; c < C; c++, k++) {
+        const double g = (double)dy[c] * (has_w ? (double)w[c] : 1.0);
+        sg[k] += g;
+        sgx[k] += g * (((double)x[c] - mu) * rs);
+    }
+    const double mean_g = center ? qkv__lanes_total(sg) / (double)C : 0;
+    const double mean_gx = qkv__lanes_total(sgx) / (double)C;
+    QKV_LANE_LOOP(i, C, {
+        const double g = (double)dy[i] * (has_w ? (double)w[i] : 1.0);
+        dx[i] += (qkv_real)(rs * (g - mean_g - (((double)x[i] - mu) * rs) * mean_gx));
+    });
+}
+
+/* sw[j] += dy xhat, sb[j] += dy over one row. */
+QKV_ROW_INLINE void col_sums(int64_t C, const qkv_real *restrict x, const qkv_real *restrict dy,
+                             double mu, double rs, double *restrict sw, double *restrict sb) {
+    QKV_LANE_LOOP(j, C, {
+        sw[j] += (double)dy[j] * (((double)x[j] - mu) * rs);
+        sb[j] += (double)dy[j];
+    });
+}
+
+static size_t bwd_scratch(int64_t N, int64_t C) {
+    return sizeof(double) * 2 * (size_t)C * (size_t)((N + NORM_ROWS - 1) / NORM_ROWS);
+}
+
+/* One pass over x and dy: chunk ch of NORM_ROWS rows writes dx for its rows and its partial
+ * column sums into scratch[ch] = (sw (C), sb (C)); a second, small pass adds the partials of
+ * every column in chunk order. */
+static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_real *w,
+                const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
+                qkv_real *dw, qkv_real *db, double *scratch) {
+    const bool params = dw || db;
+    const int64_t chunks = (N + NORM_ROWS - 1) / NORM_ROWS;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
+#endif
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        double *sw = params ? scratch + ch * 2 * C : NULL, *sb = params ? sw + C : NULL;
+        if (params) memset(sw, 0, sizeof(double) * 2 * (size_t)C);
+        for (int64_t r = ch * NORM_ROWS; r < N && r < (ch + 1) * NORM_ROWS; r++) {
+            const double mu = mean ? mean[r] : 0, rs = rstd[r];
+            const qkv_real *xr = x + r * C, *dyr = dy + r * C;
+            if (dx && w)
+                bwd_row(center, true, C, xr, w, mu, rs, dyr, dx + r * C);
+            else if (dx)
+                bwd_row(center, false, C, xr, w, mu, rs, dyr, dx + r * C);
+            if (params) col_sums(C, xr, dyr, mu, rs, sw, sb);
+        }
+    }
+    if (!params) return;
+    const int64_t blocks = (C + NORM_COLS - 1) / NORM_COLS;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (chunks * C > NORM_GRAIN)
+#endif
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t c0 = blk * NORM_COLS, nc = C - c0 < NORM_COLS ? C - c0 : NORM_COLS;
+        double sw[NORM_COLS] = {0}, sb[NORM_COLS] = {0};
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            const double *pw = scratch + ch * 2 * C + c0, *pb = pw + C;
+            for (int64_t j = 0; j < nc; j++) {
+                sw[j] += pw[j];
+                sb[j] += pb[j];
+            }
+        }
+        for (int64_t j = 0; j < nc; j++) {
+            if (dw) dw[c0 + j] += (qkv_real)sw[j];
+            if (db) db[c0 + j] += (qkv_real)sb[j];
+        }
+    }
+}
+
+const qkv_norm_kernels qkv_norm_cpu = {fwd, bwd, bwd_scratch};

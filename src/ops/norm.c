@@ -1,0 +1,95 @@
+/*
+ * norm.c: LayerNorm and RMSNorm over the last dim of x (..., C), N = rows.
+ *
+ * LayerNorm (Ba et al. 2016), exactly torch.nn.LayerNorm: biased variance, eps inside the root,
+ *   y = (x - mean) / sqrt(var + eps) * weight + bias.
+ * RMSNorm (Zhang & Sennrich 2019), torch.nn.RMSNorm:
+ *   y = x / sqrt(mean(x^2) + eps) * weight.
+ * weight and bias are optional (NULL: 1 and 0). With C = 1 LayerNorm's x - mean is exactly 0, so
+ * y = bias (or 0) and dx = 0: degenerate but finite for eps > 0.
+ * Backward (kernels/norm.h), with xhat = (x - mean) rstd and g = dy * weight:
+ *   dx += rstd (g - mean(g) - xhat mean(g xhat))   (RMSNorm: no mean(g) term)
+ *   dweight += sum_rows dy xhat,  dbias += sum_rows dy.
+ * Saved for backward: mean (N) (LayerNorm only) and rstd (N), F64 tensors in every build; x,
+ * weight and bias are the tape entry's inputs.
+ */
+#include "../kernels/norm.h"
+
+#include <math.h>
+
+static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;
+    const bool center = e->i[0] != 0;
+    qkv_real *dx = qkv__grad(ctx, x), *dw = qkv__grad(ctx, w), *db = qkv__grad(ctx, b);
+    if (ctx->status || (!dx && !dw && !db)) return;
+    const qkv_norm_kernels *k = qkv_norm_kernels_for(ctx);
+    const int64_t N = qkv__rows(x), C = qkv__last(x);
+    const size_t scratch_bytes = dw || db ? k->bwd_scratch(N, C) : 0;
+    double *scratch = scratch_bytes ? qkv__scratch(ctx, scratch_bytes) : NULL;
+    if (ctx->status) return;
+    k->bwd(center, N, C, qkv__data(x), w ? qkv__data(w) : NULL,
+           center ? (const double *)e->saved[0]->data : NULL, (const double *)e->saved[1]->data,
+           (const qkv_real *)e->out->grad, dx, dw, db, scratch);
+}
+
+static const qkv_op_desc layernorm_op = {"layernorm", norm_backward};
+static const qkv_op_desc rmsnorm_op = {"rmsnorm", norm_backward};
+
+/* weight / bias must be (C) when given. */
+static bool check_affine(qkv_ctx *ctx, const char *op, const qkv_tensor *p, const char *arg,
+                         const qkv_tensor *x) {
+    if (!p) return true;
+    if (!qkv__check_real(ctx, op, p, arg)) return false;
+    if (p->ndim == 1 && p->shape[0] == qkv__last(x)) return true;
+    char bp[96], bx[96];
+    QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: %s %s must be (C) = (%lld) for x %s", op, arg,
+             qkv_tensor_shape_str(p, bp, sizeof bp), (long long)qkv__last(x),
+             qkv_tensor_shape_str(x, bx, sizeof bx));
+    return false;
+}
+
+static qkv_tensor *norm(qkv_ctx *ctx, bool center, qkv_tensor *x, qkv_tensor *weight,
+                        qkv_tensor *bias, double eps) {
+    const qkv_op_desc *desc = center ? &layernorm_op : &rmsnorm_op;
+    const char *op = desc->name;
+    if (!QKV_OP_BEGIN(ctx, op, x)) return NULL;
+    if (!qkv__check_real(ctx, op, x, "x")) return NULL;
+    char bx[96];
+    if (x->ndim < 1 || qkv__last(x) < 1)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: x %s must be (..., C) with C >= 1", op,
+                        qkv_tensor_shape_str(x, bx, sizeof bx));
+    if (!check_affine(ctx, op, weight, "weight", x) || !check_affine(ctx, op, bias, "bias", x))
+        return NULL;
+    if (!(eps >= 0 && isfinite(eps)))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "%s: eps = %g must be finite and >= 0", op, eps);
+    x = qkv__contig(ctx, x);
+    weight = qkv__contig(ctx, weight);
+    bias = qkv__contig(ctx, bias);
+    if (ctx->status) return NULL;
+    const int64_t N = qkv__rows(x), C = qkv__last(x);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);                            /* (..., C) */
+    qkv_tensor *mean = center ? qkv__alloc(ctx, QKV_F64, 1, &N) : NULL; /* (N) */
+    qkv_tensor *rstd = qkv__alloc(ctx, QKV_F64, 1, &N);                 /* (N) */
+    if (!y || !rstd || (center && !mean)) return NULL;
+    qkv_norm_kernels_for(ctx)->fwd(center, N, C, eps, qkv__data(x),
+                                   weight ? qkv__data(weight) : NULL, bias ? qkv__data(bias) : NULL,
+                                   qkv__data(y), mean ? (double *)mean->data : NULL,
+                                   (double *)rstd->data);
+    qkv_tape_entry *e =
+        qkv__record(ctx, desc, y, center ? 3 : 2, (qkv_tensor *[]){x, weight, bias});
+    if (e) {
+        e->i[0] = center;
+        e->saved[0] = mean;
+        e->saved[1] = rstd;
+    }
+    return y;
+}
+
+qkv_tensor *qkv_layernorm(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias,
+                          double eps) {
+    return norm(ctx, true, x, weight, bias, eps);
+}
+
+qkv_tensor *qkv_rmsnorm(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, double eps) {
+    return norm(ctx, false, x, weight, NULL, eps);
+}

@@ -1,0 +1,211 @@
+/* test_norm.c: LayerNorm and RMSNorm: closed forms, degenerate rows, gradients, kernels, errors. */
+#include "kernel_check.h"
+
+static const double ftol = sizeof(qkv_real) == 4 ? 2e-6 : 1e-13;
+
+TEST(layernorm_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    /* row 0: [1, 2, 3]: mean 2, biased var 2/3 -> (x - 2) sqrt(3/2) = [-1.2247, 0, 1.2247]
+     * row 1: [0, 0, 10]: mean 10/3, var 200/9 -> (x - 10/3) * 3 / sqrt(200) */
+    qkv_tensor *x =
+        qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){2, 3}, (qkv_real[]){1, 2, 3, 0, 0, 10});
+    qkv_tensor *y = qkv_layernorm(ctx, x, NULL, NULL, 0.0);
+    CHECK_OK(qkv_ctx_status(ctx));
+    const qkv_real *yd = y->data;
+    const double s = sqrt(1.5), r1 = 3 / sqrt(200.0);
+    const double want[6] = {-s, 0, s, -10.0 / 3 * r1, -10.0 / 3 * r1, 20.0 / 3 * r1};
+    for (int i = 0; i < 6; i++)
+        CHECK_NEAR(yd[i], want[i], ftol);
+    /* weight and bias: y = xhat * w + b */
+    qkv_tensor *w = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){3}, (qkv_real[]){2, 1, -1});
+    qkv_tensor *b = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){3}, (qkv_real[]){0.5, 0, 1});
+    y = qkv_layernorm(ctx, x, w, b, 0.0);
+    yd = y->data;
+    CHECK_NEAR(yd[0], -2 * s + 0.5, ftol);
+    CHECK_NEAR(yd[1], 0, ftol);
+    CHECK_NEAR(yd[2], -s + 1, ftol);
+    /* eps enters inside the root: [1, 3] has var 1 -> +-1 / sqrt(1 + eps) */
+    x = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){2}, (qkv_real[]){1, 3});
+    y = qkv_layernorm(ctx, x, NULL, NULL, 0.25);
+    CHECK_NEAR(((qkv_real *)y->data)[0], -1 / sqrt(1.25), ftol);
+    CHECK_NEAR(((qkv_real *)y->data)[1], 1 / sqrt(1.25), ftol);
+    qkv_ctx_free(ctx);
+}
+
+TEST(layernorm_keeps_precision_when_the_mean_dominates) {
+    /* x = 1000 + [0, 1, 2, 3] / 256: every value is exact in float, and so is the answer
+     * (k - 1.5) / sqrt(1.25). With float statistics x - mean would keep only a few digits. */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_real xs[4];
+    for (int k = 0; k < 4; k++)
+        xs[k] = (qkv_real)(1000 + k / 256.0);
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){1, 4}, xs);
+    qkv_tensor_requires_grad(x);
+    qkv_tensor *y = qkv_layernorm(ctx, x, NULL, NULL, 0.0);
+    CHECK_OK(qkv_ctx_status(ctx));
+    for (int k = 0; k < 4; k++)
+        CHECK_NEAR(((qkv_real *)y->data)[k], (k - 1.5) / sqrt(1.25), 1e-6);
+    /* d/dx sum(y * [1, 0, 0, 0]): rstd (e0 - 1/4 - xhat xhat_0 / 4), rstd = 256 / sqrt(1.25) */
+    qkv_tensor *dy = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){1, 4}, (qkv_real[]){1, 0, 0, 0});
+    CHECK_OK(qkv_backward_from(ctx, y, dy));
+    const double rs = 256 / sqrt(1.25), x0 = -1.5 / sqrt(1.25);
+    for (int k = 0; k < 4; k++) {
+        double xk = (k - 1.5) / sqrt(1.25);
+        double want = rs * ((k == 0) - 0.25 - xk * x0 / 4);
+        CHECK_NEAR(((qkv_real *)x->grad)[k], want, 1e-5 * fabs(rs));
+    }
+    qkv_ctx_free(ctx);
+}
+
+TEST(layernorm_single_column_gives_bias_and_zero_gradient) {
+    /* C = 1: x - mean is exactly 0, so y = bias and every gradient but the bias's is 0 */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){3, 1}, (qkv_real[]){5, -2, 1e6});
+    qkv_tensor *w = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){1}, (qkv_real[]){3});
+    qkv_tensor *b = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){1}, (qkv_real[]){0.25});
+    qkv_tensor_requires_grad(x);
+    qkv_tensor_requires_grad(w);
+    qkv_tensor_requires_grad(b);
+    qkv_tensor *y = qkv_layernorm(ctx, x, w, b, 1e-5);
+    CHECK_OK(qkv_ctx_status(ctx));
+    for (int i = 0; i < 3; i++)
+        CHECK(((qkv_real *)y->data)[i] == (qkv_real)0.25);
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, y)));
+    for (int i = 0; i < 3; i++)
+        CHECK(((qkv_real *)x->grad)[i] == 0);
+    CHECK(((qkv_real *)w->grad)[0] == 0);
+    CHECK(((qkv_real *)b->grad)[0] == 3);
+    qkv_ctx_free(ctx);
+}
+
+TEST(rmsnorm_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    /* a constant row c: y = c / sqrt(c^2 + eps) w = sign(c) w for eps << c^2 */
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){2, 5},
+                                    (qkv_real[]){-3, -3, -3, -3, -3, 0.5, 0.5, 0.5, 0.5, 0.5});
+    qkv_tensor *w = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){5}, (qkv_real[]){1, 2, 3, 4, -5});
+    qkv_tensor *y = qkv_rmsnorm(ctx, x, w, 1e-12);
+    CHECK_OK(qkv_ctx_status(ctx));
+    const qkv_real *yd = y->data;
+    for (int c = 0; c < 5; c++) {
+        const double wc = ((const qkv_real *)w->data)[c];
+        CHECK_NEAR(yd[c], -wc / sqrt(1 + 1e-12 / 9), ftol * 5);
+        CHECK_NEAR(yd[5 + c], wc / sqrt(1 + 1e-12 / 0.25), ftol * 5);
+    }
+    /* [3, 4]: mean square 12.5 -> [3, 4] / sqrt(12.5 + eps); no centring, no bias */
+    x = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){2}, (qkv_real[]){3, 4});
+    y = qkv_rmsnorm(ctx, x, NULL, 0.5);
+    CHECK_NEAR(((qkv_real *)y->data)[0], 3 / sqrt(13.0), ftol);
+    CHECK_NEAR(((qkv_real *)y->data)[1], 4 / sqrt(13.0), ftol);
+    qkv_ctx_free(ctx);
+}
+
+typedef struct {
+    bool rms;
+    double eps;
+} norm_case;
+
+static qkv_tensor *norm_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    const norm_case *nc = user;
+    return nc->rms ? qkv_rmsnorm(ctx, in[0], in[1], nc->eps)
+                   : qkv_layernorm(ctx, in[0], in[1], in[2], nc->eps);
+}
+
+/* Every combination of weight / bias present, on odd shapes (N = 1, C = 1, 2, 7, 13). */
+static void norm_gradchecks(bool rms) {
+    const int64_t shapes[][3] = {{1, 1, 7}, {2, 3, 13}, {1, 4, 1}, {5, 1, 2}};
+    norm_case nc = {rms, 1e-5};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t C = shapes[s][2];
+        for (int affine = 0; affine < 4; affine++) {
+            if (rms && (affine & 2)) continue; /* RMSNorm has no bias */
+            qkv_tensor *in[3] = {tu_rand(3, shapes[s], -2, 2, 10 + s),
+                                 (affine & 1) ? tu_rand(1, &C, 0.5, 1.5, 20 + s) : NULL,
+                                 (affine & 2) ? tu_rand(1, &C, -1, 1, 30 + s) : NULL};
+            for (int k = 0; k < 3; k++)
+                qkv_tensor_requires_grad(in[k]);
+            char what[64];
+            snprintf(what, sizeof what, "%s C=%lld w=%d b=%d", rms ? "rmsnorm" : "layernorm",
+                     (long long)C, affine & 1, (affine & 2) != 0);
+            tu_gradcheck(what, norm_fn, in, 3, &nc, NULL);
+            for (int k = 0; k < 3; k++)
+                tu_free(in[k]);
+        }
+    }
+}
+
+TEST(layernorm_gradcheck) {
+    TU_NEED_DOUBLE();
+    norm_gradchecks(false);
+}
+
+TEST(rmsnorm_gradcheck) {
+    TU_NEED_DOUBLE();
+    norm_gradchecks(true);
+}
+
+TEST(norm_fast_matches_reference_and_threads) {
+    /* Sizes above the kernels' parallel grain; C not a multiple of the 8 lanes or the 64-column
+     * blocks; many short rows as well as few long ones. */
+    const int64_t shapes[][3] = {{3, 41, 263}, {1, 1500, 20}, {2, 2, 5000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t C = shapes[s][2];
+        for (int rms = 0; rms < 2; rms++) {
+            qkv_tensor *in[3] = {tu_rand(3, shapes[s], -3, 5, 40 + s),
+                                 tu_rand(1, &C, 0.5, 1.5, 50 + s),
+                                 rms ? NULL : tu_rand(1, &C, -1, 1, 60 + s)};
+            for (int k = 0; k < 3; k++)
+                qkv_tensor_requires_grad(in[k]);
+            norm_case nc = {rms != 0, 1e-5};
+            kc_check(rms ? "rmsnorm" : "layernorm", norm_fn, in, 3, &nc);
+            tu_free(in[1]);
+            in[1] = NULL; /* and without weight */
+            kc_check(rms ? "rmsnorm, no weight" : "layernorm, no weight", norm_fn, in, 3, &nc);
+            for (int k = 0; k < 3; k++)
+                tu_free(in[k]);
+        }
+    }
+}
+
+TEST(norm_rejects_bad_inputs) {
+    qkv_ctx *ctx = tu_ctx();
+    /* test-owned tensors: they survive the qkv_ctx_reset between cases */
+    qkv_tensor *x = tu_tensor(QKV_REAL, 2, (int64_t[]){2, 3});
+    qkv_tensor *w4 = tu_tensor(QKV_REAL, 1, (int64_t[]){4});
+    qkv_tensor *w2d = tu_tensor(QKV_REAL, 2, (int64_t[]){1, 3});
+    qkv_tensor *bi = tu_tensor(QKV_I32, 1, (int64_t[]){3});
+    qkv_tensor *xi = tu_tensor(QKV_I32, 2, (int64_t[]){2, 3});
+    qkv_tensor *x0 = tu_tensor(QKV_REAL, 2, (int64_t[]){2, 0});
+    qkv_tensor *sc = tu_tensor(QKV_REAL, 0, NULL);
+#define EXPECT_FAIL(call, st, n1, n2)                                                              \
+    do {                                                                                           \
+        CHECK((call) == NULL);                                                                     \
+        CHECK_ERR(qkv_ctx_status(ctx), st, n1);                                                    \
+        CHECK_MSG(strstr(qkv_last_error(), n2), "message '%s' lacks '%s'", qkv_last_error(), n2);  \
+        qkv_ctx_reset(ctx);                                                                        \
+    } while (0)
+    EXPECT_FAIL(qkv_layernorm(ctx, x, w4, NULL, 1e-5), QKV_ERR_SHAPE, "layernorm: weight (4)",
+                "(2, 3)");
+    EXPECT_FAIL(qkv_layernorm(ctx, x, NULL, w2d, 1e-5), QKV_ERR_SHAPE, "layernorm: bias (1, 3)",
+                "(3)");
+    EXPECT_FAIL(qkv_layernorm(ctx, x, NULL, bi, 1e-5), QKV_ERR_SHAPE, "layernorm: bias must be",
+                "I32");
+    EXPECT_FAIL(qkv_layernorm(ctx, xi, NULL, NULL, 1e-5), QKV_ERR_SHAPE, "layernorm: x must be",
+                "I32");
+    EXPECT_FAIL(qkv_layernorm(ctx, x0, NULL, NULL, 1e-5), QKV_ERR_SHAPE, "layernorm: x (2, 0)",
+                "C >= 1");
+    EXPECT_FAIL(qkv_layernorm(ctx, sc, NULL, NULL, 1e-5), QKV_ERR_SHAPE, "layernorm: x ()",
+                "(..., C)");
+    EXPECT_FAIL(qkv_layernorm(ctx, x, NULL, NULL, -1), QKV_ERR_INVALID_ARG, "layernorm: eps = -1",
+                ">= 0");
+    EXPECT_FAIL(qkv_layernorm(ctx, x, NULL, NULL, NAN), QKV_ERR_INVALID_ARG, "layernorm: eps",
+                "finite");
+    EXPECT_FAIL(qkv_layernorm(ctx, NULL, NULL, NULL, 1e-5), QKV_ERR_INVALID_ARG, "layernorm",
+                "NULL");
+    EXPECT_FAIL(qkv_rmsnorm(ctx, x, w4, 1e-5), QKV_ERR_SHAPE, "rmsnorm: weight (4)", "(C) = (3)");
+    EXPECT_FAIL(qkv_rmsnorm(ctx, xi, NULL, 1e-5), QKV_ERR_SHAPE, "rmsnorm: x must be", "I32");
+    EXPECT_FAIL(qkv_rmsnorm(ctx, x, NULL, INFINITY), QKV_ERR_INVALID_ARG, "rmsnorm: eps", "finite");
+#undef EXPECT_FAIL
+    tu_free(x), tu_free(w4), tu_free(w2d), tu_free(bi), tu_free(xi), tu_free(x0), tu_free(sc);
+    qkv_ctx_free(ctx);
+}

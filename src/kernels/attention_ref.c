@@ -84,42 +84,46 @@ static bool cos_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *g, int
                     const qkv_real *e, const qkv_real *de, qkv_real *dq, qkv_real *dk,
                     qkv_real *dg) {
     const int64_t H = d->H, T = d->T, S = d->S, D = d->D;
+    double *acc = qkv__scratch(ctx, sizeof(double) * (size_t)D); /* one row of dq or dk */
+    if (!acc) return false;
     for (int64_t bh = 0; bh < d->B * H; bh++) {
         const int64_t gi = gn == 1 ? 0 : bh % H;
         const double gh = g[gi];
         const qkv_real *qb = q + bh * T * D, *kb = k + bh * S * D, *deb = de + bh * T * S;
         const qkv_real *nqb = nq + bh * T, *nkb = nk + bh * S;
 #define COS(i, j) (dot(qb + (i)*D, kb + (j)*D, D) / ((double)nqb[i] * nkb[j]))
-        for (int64_t i = 0; dq && i < T; i++) {
-            const bool slope = qkv__cos_unclamped(nqb[i]);
-            for (int64_t c = 0; c < D; c++) {
-                double acc = 0;
-                for (int64_t j = 0; j < S; j++) {
-                    double dc = kb[j * D + c] / ((double)nqb[i] * nkb[j]);
-                    if (slope) dc -= COS(i, j) * qb[i * D + c] / ((double)nqb[i] * nqb[i]);
-                    acc += (double)deb[i * S + j] * dc;
-                }
-                dq[(bh * T + i) * D + c] += (qkv_real)(gh * acc);
+        for (int64_t i = 0; dq && i < T; i++) { /* dq_i = g sum_j de_ij d cos_ij / d q_i */
+            const double nqi = nqb[i], slope = qkv__cos_unclamped(nqb[i]) ? 1 : 0;
+            for (int64_t c = 0; c < D; c++)
+                acc[c] = 0;
+            for (int64_t j = 0; j < S; j++) {
+                const double cij = COS(i, j), w = deb[i * S + j];
+                for (int64_t c = 0; c < D; c++)
+                    acc[c] += w * (kb[j * D + c] / (nqi * nkb[j]) -
+                                   slope * cij * qb[i * D + c] / (nqi * nqi));
             }
+            for (int64_t c = 0; c < D; c++)
+                dq[(bh * T + i) * D + c] += (qkv_real)(gh * acc[c]);
         }
-        for (int64_t j = 0; dk && j < S; j++) {
-            const bool slope = qkv__cos_unclamped(nkb[j]);
-            for (int64_t c = 0; c < D; c++) {
-                double acc = 0;
-                for (int64_t i = 0; i < T; i++) {
-                    double dc = qb[i * D + c] / ((double)nqb[i] * nkb[j]);
-                    if (slope) dc -= COS(i, j) * kb[j * D + c] / ((double)nkb[j] * nkb[j]);
-                    acc += (double)deb[i * S + j] * dc;
-                }
-                dk[(bh * S + j) * D + c] += (qkv_real)(gh * acc);
+        for (int64_t j = 0; dk && j < S; j++) { /* dk_j = g sum_i de_ij d cos_ij / d k_j */
+            const double nkj = nkb[j], slope = qkv__cos_unclamped(nkb[j]) ? 1 : 0;
+            for (int64_t c = 0; c < D; c++)
+                acc[c] = 0;
+            for (int64_t i = 0; i < T; i++) {
+                const double cij = COS(i, j), w = deb[i * S + j];
+                for (int64_t c = 0; c < D; c++)
+                    acc[c] += w * (qb[i * D + c] / (nqb[i] * nkj) -
+                                   slope * cij * kb[j * D + c] / (nkj * nkj));
             }
+            for (int64_t c = 0; c < D; c++)
+                dk[(bh * S + j) * D + c] += (qkv_real)(gh * acc[c]);
         }
-        if (dg) {
-            double acc = 0;
+        if (dg) { /* dg = sum_ij de_ij cos_ij */
+            double sum = 0;
             for (int64_t i = 0; i < T; i++)
                 for (int64_t j = 0; j < S; j++)
-                    acc += (double)deb[i * S + j] * COS(i, j);
-            dg[gi] += (qkv_real)acc;
+                    sum += (double)deb[i * S + j] * COS(i, j);
+            dg[gi] += (qkv_real)sum;
         }
 #undef COS
     }

@@ -179,3 +179,15 @@ void at_compare_kernels_tol(const char *what, tu_forward_fn f, qkv_tensor **in, 
     result_free(&one);
     result_free(&two);
 }
+
+void at_gradcheck(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in, void *user,
+                  const tu_gradcheck_opts *opts) {
+    const qkv_kernels saved = qkv_test_kernels;
+    char label[256];
+    for (int r = 0; r < 2; r++) {
+        qkv_test_kernels = r ? QKV_KERNELS_REF : QKV_KERNELS_FAST;
+        snprintf(label, sizeof label, "%s [%s kernels]", what, r ? "ref" : "fast");
+        tu_gradcheck(label, f, in, n_in, user, opts);
+    }
+    qkv_test_kernels = saved;
+}

@@ -37,6 +37,11 @@ void at_compare_kernels(const char *what, tu_forward_fn f, qkv_tensor **in, int 
 void at_compare_kernels_tol(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in,
                             void *user, double float_tol);
 
+/* tu_gradcheck with the fast and then the reference kernels (both are proven against finite
+ * differences, not only against each other). */
+void at_gradcheck(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in, void *user,
+                  const tu_gradcheck_opts *opts);
+
 /* An op call that must return NULL with status st and a message containing needle. */
 #define AT_EXPECT_FAIL(ctx, call, st, needle)                                                      \
     do {                                                                                           \

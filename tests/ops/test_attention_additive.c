@@ -51,8 +51,8 @@ TEST(attn_additive_gradcheck) {
                              tu_rand(2, (int64_t[]){sh[1], sh[4]}, -1, 1, 21 + s)};
         for (int n = 0; n < 3; n++)
             qkv_tensor_requires_grad(in[n]);
-        tu_gradcheck("additive", additive_fn, in, 3, NULL, NULL);
-        tu_gradcheck("additive + causal softmax", additive_causal_fn, in, 3, NULL, NULL);
+        at_gradcheck("additive", additive_fn, in, 3, NULL, NULL);
+        at_gradcheck("additive + causal softmax", additive_causal_fn, in, 3, NULL, NULL);
         for (int n = 0; n < 3; n++)
             tu_free(in[n]);
     }
@@ -62,7 +62,7 @@ TEST(attn_additive_gradcheck) {
                          tu_rand(2, (int64_t[]){2, 3}, -1, 1, 7)};
     for (int n = 0; n < 3; n++)
         qkv_tensor_requires_grad(in[n]);
-    tu_gradcheck("additive via split_heads", additive_fn, in, 3, &heads, NULL);
+    at_gradcheck("additive via split_heads", additive_fn, in, 3, &heads, NULL);
     for (int n = 0; n < 3; n++)
         tu_free(in[n]);
 }

@@ -281,7 +281,7 @@ TEST(attn_normalize_gradcheck_every_norm_and_mask) {
                 snprintf(what, sizeof what, "%s, %s, (%lld, %lld, %lld, %lld)", norm_name[k],
                          am.name, (long long)sh[0], (long long)sh[1], (long long)sh[2],
                          (long long)sh[3]);
-                tu_gradcheck(what, normalize_fn, in, 1, &c, NULL);
+                at_gradcheck(what, normalize_fn, in, 1, &c, NULL);
                 tu_free(in[0]);
             }
             at_mask_free(&am);

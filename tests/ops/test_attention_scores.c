@@ -100,7 +100,7 @@ TEST(attn_scores_gradcheck_every_kind) {
                 char what[96];
                 snprintf(what, sizeof what, "scores kind %d scale %d shape %zu", (int)kinds[kk],
                          scale, s);
-                tu_gradcheck(what, scores_fn, in, 3, &c, NULL);
+                at_gradcheck(what, scores_fn, in, 3, &c, NULL);
                 for (int n = 0; n < 3; n++)
                     tu_free(in[n]);
             }
@@ -118,7 +118,7 @@ TEST(attn_scores_gradcheck_through_split_heads) {
                              make_scale(kinds[kk] == QKV_SCORE_COSINE ? 2 : 0, 3, 5)};
         qkv_tensor_requires_grad(in[0]);
         qkv_tensor_requires_grad(in[1]);
-        tu_gradcheck("scores via split_heads", scores_fn, in, 3, &c, NULL);
+        at_gradcheck("scores via split_heads", scores_fn, in, 3, &c, NULL);
         for (int n = 0; n < 3; n++)
             tu_free(in[n]);
     }
@@ -145,7 +145,7 @@ TEST(attn_scores_cosine_gradcheck_clamped_norms) {
             x[n] = 0; /* row 0: zero */
         qkv_tensor_requires_grad(tiny);
         qkv_tensor *in[3] = {q, k, NULL};
-        tu_gradcheck(side == 0 ? "cosine, clamped q" : "cosine, clamped k", scores_fn, in, 3, &c,
+        at_gradcheck(side == 0 ? "cosine, clamped q" : "cosine, clamped k", scores_fn, in, 3, &c,
                      &o);
         tu_free(q);
         tu_free(k);
@@ -263,4 +263,35 @@ TEST(attn_scores_rejects_bad_input) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tu_free(all[i]);
     qkv_ctx_free(ctx);
+}
+
+/* Empty query or key sequences give empty outputs and run backward without touching memory
+ * they do not own (ASan checks the latter). */
+TEST(attn_empty_sequences) {
+    const int64_t ts[][2] = {{0, 3}, {3, 0}, {0, 0}};
+    for (int c = 0; c < 3; c++)
+        for (int op = 0; op < 3; op++) {
+            qkv_ctx *ctx = tu_ctx();
+            const int64_t T = ts[c][0], S = ts[c][1];
+            qkv_tensor *q = tu_rand(4, (int64_t[]){2, 2, T, 3}, -1, 1, 1);
+            qkv_tensor *k = tu_rand(4, (int64_t[]){2, 2, S, 3}, -1, 1, 2);
+            qkv_tensor *v = tu_rand(2, (int64_t[]){2, 3}, -1, 1, 3);
+            qkv_tensor *g = tu_rand(1, (int64_t[]){2}, 1, 2, 4);
+            qkv_tensor_requires_grad(q);
+            qkv_tensor_requires_grad(k);
+            qkv_tensor_requires_grad(v);
+            qkv_tensor_requires_grad(g);
+            qkv_tensor *e = op == 0   ? qkv_attn_scores(ctx, q, k, QKV_SCORE_SCALED_DOT, NULL, 0)
+                            : op == 1 ? qkv_attn_scores(ctx, q, k, QKV_SCORE_COSINE, g, 0)
+                                      : qkv_additive_scores(ctx, q, k, v);
+            qkv_mask m = qkv_mask_none();
+            m.causal = true;
+            qkv_tensor *a = qkv_attn_normalize(ctx, e, QKV_NORM_SOFTMAX, &m);
+            CHECK(a && a->shape[2] == T && a->shape[3] == S && qkv_tensor_numel(a) == 0);
+            CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, a)));
+            CHECK(op != 1 || (g->grad && ((qkv_real *)g->grad)[0] == 0));
+            q->grad = k->grad = v->grad = g->grad = NULL;
+            tu_free(q), tu_free(k), tu_free(v), tu_free(g);
+            qkv_ctx_free(ctx);
+        }
 }

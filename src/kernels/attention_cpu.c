@@ -50,8 +50,7 @@ static void dot_bwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, c
     }
 }
 
-/* ---- cosine ------------------------------------------------------------------------------------
- */
+/* ---- cosine ---------------------------------------------------------------------------------- */
 
 /* n_r = max(|x_r|, eps) for each of the rows of x (rows, D). */
 static void clamped_norms(int64_t rows, int64_t D, const qkv_real *x, qkv_real *n) {
@@ -176,8 +175,7 @@ static bool cos_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *g, int
     return true;
 }
 
-/* ---- additive ----------------------------------------------------------------------------------
- */
+/* ---- additive -------------------------------------------------------------------------------- */
 
 static void additive_fwd(const qkv_attn_dims *d, const qkv_real *qp, const qkv_real *kp,
                          const qkv_real *v, qkv_real *e) {
@@ -270,8 +268,7 @@ static bool additive_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *q
     return true;
 }
 
-/* ---- normalisers -------------------------------------------------------------------------------
- */
+/* ---- normalisers ----------------------------------------------------------------------------- */
 
 static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_mask *m,
                           const qkv_real *e, qkv_real *a, qkv_real *z) {

@@ -52,8 +52,7 @@ static void dot_bwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, c
     }
 }
 
-/* ---- cosine ------------------------------------------------------------------------------------
- */
+/* ---- cosine ---------------------------------------------------------------------------------- */
 
 static double clamped_norm(const qkv_real *x, int64_t n) {
     return fmax(sqrt(dot(x, x, n)), QKV_COSINE_EPS);
@@ -130,8 +129,7 @@ static bool cos_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *g, int
     return true;
 }
 
-/* ---- additive ----------------------------------------------------------------------------------
- */
+/* ---- additive -------------------------------------------------------------------------------- */
 
 static void additive_fwd(const qkv_attn_dims *d, const qkv_real *qp, const qkv_real *kp,
                          const qkv_real *v, qkv_real *e) {
@@ -189,8 +187,7 @@ static bool additive_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *q
     return true;
 }
 
-/* ---- normalisers -------------------------------------------------------------------------------
- */
+/* ---- normalisers ----------------------------------------------------------------------------- */
 
 static double sigmoid(double x) {
     return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));

@@ -295,3 +295,36 @@ TEST(attn_empty_sequences) {
             qkv_ctx_free(ctx);
         }
 }
+
+/* Per-head products large enough for BLAS to thread itself (m n k > 2^18 in OpenBLAS). The
+ * scores inherit qkv_gemm's behaviour across thread counts; OpenBLAS 0.3.21's sgemm is not
+ * bit-identical for 1 and 2 threads at these sizes, so the test probes qkv_gemm first and
+ * skips (naming the cause) when the GEMM itself is not thread-count invariant. */
+TEST(attn_scores_fast_matches_reference_at_blas_sizes) {
+    const int64_t T = 96, S = 80, D = 64;
+    qkv_real *a = malloc(sizeof(qkv_real) * T * D), *b = malloc(sizeof(qkv_real) * S * D);
+    qkv_real *c1 = malloc(sizeof(qkv_real) * T * S), *c2 = malloc(sizeof(qkv_real) * T * S);
+    tu_fill_uniform(a, T * D, -1, 1, 1);
+    tu_fill_uniform(b, S * D, -1, 1, 2);
+    const int saved = qkv_get_num_threads();
+    qkv_set_num_threads(1);
+    qkv_gemm(false, true, T, S, D, 1, a, D, b, D, 0, c1, S);
+    qkv_set_num_threads(2);
+    qkv_gemm(false, true, T, S, D, 1, a, D, b, D, 0, c2, S);
+    qkv_set_num_threads(saved);
+    const bool gemm_invariant = memcmp(c1, c2, sizeof(qkv_real) * T * S) == 0;
+    free(a), free(b), free(c1), free(c2);
+    if (!gemm_invariant)
+        SKIP("qkv_gemm differs between 1 and 2 threads at 96x80x64 (BLAS threading)");
+    const qkv_score_kind kinds[] = {QKV_SCORE_SCALED_DOT, QKV_SCORE_COSINE};
+    for (int kk = 0; kk < 2; kk++) {
+        scores_cfg c = {kinds[kk], 3.0, 0};
+        qkv_tensor *in[3] = {tu_rand(4, (int64_t[]){1, 2, T, D}, -1, 1, 3),
+                             tu_rand(4, (int64_t[]){1, 2, S, D}, -1, 1, 4), NULL};
+        qkv_tensor_requires_grad(in[0]);
+        qkv_tensor_requires_grad(in[1]);
+        at_compare_kernels("scores at BLAS-threading sizes", scores_fn, in, 3, &c);
+        tu_free(in[0]);
+        tu_free(in[1]);
+    }
+}

@@ -32,7 +32,10 @@ typedef enum qkv_attn_norm {
     QKV_NORM_SIGMOID = 3       /* a = sigmoid(e)  (no normalisation across keys) */
 } qkv_attn_norm;
 
-/* Which (i, j) pairs may attend. All fields off = everything allowed. */
+/* Which (i, j) pairs may attend. All fields off = everything allowed; start from
+ * qkv_mask_none() (a zero-initialised struct has window 0 on both sides: the diagonal only).
+ * Mask tensors are read through their strides (views are fine) and must stay alive until the
+ * backward pass of the ops that used them. */
 typedef struct qkv_mask {
     bool causal;                /* j <= i */
     int32_t window_left;        /* j >= i - window_left; < 0 = unlimited */
@@ -46,9 +49,13 @@ QKV_API qkv_mask qkv_mask_none(void);
 /* Whether position (b, i, j) is allowed (the reference rule every kernel follows). */
 QKV_API bool qkv_mask_allows(const qkv_mask *m, int64_t b, int64_t i, int64_t j);
 
-/* Dot-product family: q (B, H, T, D), k (B, H, S, D) -> scores (B, H, T, S).
- * kind DOT: q.k; SCALED_DOT: q.k / sqrt(D); COSINE: g * q.k / (|q| |k|) with g = cos_scale
- * (a tensor of 1 or H elements, learnable) or, when cos_scale is NULL, g = fixed_scale. */
+/* Dot-product family: q (B, H, T, D), k (B, H, S, D) -> scores (B, H, T, S); strided views
+ * (qkv_split_heads) are accepted. kind DOT: q.k; SCALED_DOT: q.k / sqrt(D); COSINE:
+ * g * q.k / (max(|q|, eps) max(|k|, eps)), eps = 1e-8 (F.normalize's clamp), with g = cos_scale
+ * (a tensor of 1 element, shared, or H elements, one per head; learnable) or, when cos_scale
+ * is NULL, g = fixed_scale (must be finite). cos_scale must be NULL for the other kinds, and
+ * fixed_scale is ignored by them. ADDITIVE is refused (use qkv_additive_scores) and so is
+ * GENERAL (compose it: q^T W k = dot(q, k W^T), as the MHA module does). */
 QKV_API qkv_tensor *qkv_attn_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k,
                                     qkv_score_kind kind, qkv_tensor *cos_scale,
                                     double fixed_scale);
@@ -59,7 +66,10 @@ QKV_API qkv_tensor *qkv_attn_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k,
 QKV_API qkv_tensor *qkv_additive_scores(qkv_ctx *ctx, qkv_tensor *qp, qkv_tensor *kp,
                                         qkv_tensor *v);
 
-/* scores (B, H, T, S) -> weights (B, H, T, S); masked positions get weight 0 and gradient 0. */
+/* scores (B, H, T, S) -> weights (B, H, T, S); masked positions get weight 0 and gradient 0
+ * whatever their score holds. mask: NULL or a mask whose tensors fit (B, T, S) of the scores.
+ * A row with no allowed key gives zeros (SOFTMAX also when every allowed score is -inf).
+ * RELU_ROWNORM uses eps = 1e-6. */
 QKV_API qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_attn_norm norm,
                                        const qkv_mask *mask);
 

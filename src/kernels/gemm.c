@@ -2,8 +2,8 @@
  * gemm.c: row-major C = alpha op(A) op(B) + beta C on qkv_real, three implementations.
  *
  * - qkv_gemm: the fast path. cblas_sgemm / cblas_dgemm when built with BLAS (OpenBLAS, OpenMP
- *   build, sharing our OpenMP runtime), else the blocked fallback below. Called outside any
- *   OpenMP parallel region (BLAS threads itself).
+ *   build, sharing our OpenMP runtime) on fixed tiles spread over OpenMP threads (see below), else
+ *   the blocked fallback. Called outside any OpenMP parallel region.
  * - qkv_gemm_blocked: a portable cache-blocked GEMM (Goto & van de Geijn 2008 loop order,
  *   simplified): B is packed in KC x NC panels, A in MC x KC blocks, and the inner loop streams a
  *   row of the packed B panel so the compiler vectorises it. Rows of C are split across OpenMP
@@ -89,6 +89,31 @@ void qkv_gemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     free(bp);
 }
 
+#ifdef QKV_WITH_BLAS
+static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
+                      const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
+                      qkv_real *c, int64_t ldc) {
+#ifdef QKV_DOUBLE
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+#else
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+#endif
+}
+#endif
+
+/*
+ * Determinism across thread counts. OpenBLAS splits a large GEMM across its threads (above
+ * m n k = 2^18 in 0.3.21) and the split changes the float result by an ulp. So qkv never lets
+ * BLAS thread: C is cut into tiles whose size depends only on the shape, the tiles are handed to
+ * OpenMP threads, and each tile is one BLAS call made inside the parallel region, where the
+ * OpenMP build of OpenBLAS runs single-threaded. Each element of C is then computed by the same
+ * single-threaded kernel on the same operands whatever the thread count.
+ */
+enum { TILE_ROWS = 256, TILE_COLS = 512, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
+#define GEMM_SERIAL_WORK ((int64_t)1 << 18) /* OpenBLAS runs smaller products on one thread */
+
 void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
               const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
               qkv_real *c, int64_t ldc) {
@@ -101,13 +126,27 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     /* BLAS wants lda >= 1 even for degenerate shapes. */
     lda = lda < 1 ? 1 : lda;
     ldb = ldb < 1 ? 1 : ldb;
-#ifdef QKV_DOUBLE
-    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-#else
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+#ifdef QKV_WITH_OPENMP
+    if (m * n * k > GEMM_SERIAL_WORK) {
+        /* Tile sizes from the shape alone: halve until there are enough tiles to share. */
+        int64_t tr = TILE_ROWS, tc = TILE_COLS;
+        while (((m + tr - 1) / tr) * ((n + tc - 1) / tc) < TILE_TARGET && (tr > TILE_MIN_ROWS || tc > TILE_MIN_COLS)) {
+            if (tr > TILE_MIN_ROWS && (tr >= tc / 2 || tc <= TILE_MIN_COLS)) tr /= 2;
+            else tc /= 2;
+        }
+        const int64_t row_tiles = (m + tr - 1) / tr, col_tiles = (n + tc - 1) / tc;
+#pragma omp parallel for schedule(static)
+        for (int64_t t = 0; t < row_tiles * col_tiles; t++) {
+            const int64_t i0 = (t / col_tiles) * tr, j0 = (t % col_tiles) * tc;
+            const int64_t mt = m - i0 < tr ? m - i0 : tr, nt = n - j0 < tc ? n - j0 : tc;
+            const qkv_real *at = trans_a ? a + i0 : a + i0 * lda; /* rows i0.. of op(A) */
+            const qkv_real *bt = trans_b ? b + j0 * ldb : b + j0; /* columns j0.. of op(B) */
+            blas_gemm(trans_a, trans_b, mt, nt, k, alpha, at, lda, bt, ldb, beta, c + i0 * ldc + j0, ldc);
+        }
+        return;
+    }
 #endif
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #else
     qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif

@@ -178,3 +178,29 @@ TEST(narrow_of_parameter_aliases_its_gradient) {
     qkv_ctx_free(ctx);
     qkv_params_free(p);
 }
+
+/* qkv_gemm gives the same bits for 1 and 2 threads at sizes where BLAS would thread itself. */
+TEST(gemm_is_identical_across_thread_counts) {
+    const int64_t shapes[][3] = {{96, 80, 64}, {300, 513, 129}, {2048, 64, 64}, {33, 2000, 300}, {700, 700, 700}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = (t & 2) != 0;
+            qkv_real *a = malloc(sizeof(qkv_real) * (size_t)(m * k)), *b = malloc(sizeof(qkv_real) * (size_t)(k * n));
+            qkv_real *c1 = malloc(sizeof(qkv_real) * (size_t)(m * n)), *c2 = malloc(sizeof(qkv_real) * (size_t)(m * n));
+            tu_fill_uniform(a, m * k, -1, 1, 11);
+            tu_fill_uniform(b, k * n, -1, 1, 12);
+            tu_fill_uniform(c1, m * n, -1, 1, 13);
+            memcpy(c2, c1, sizeof(qkv_real) * (size_t)(m * n));
+            int saved = qkv_get_num_threads();
+            qkv_set_num_threads(1);
+            qkv_gemm(ta, tb, m, n, k, 1, a, ta ? m : k, b, tb ? k : n, (qkv_real)0.5, c1, n);
+            qkv_set_num_threads(2);
+            qkv_gemm(ta, tb, m, n, k, 1, a, ta ? m : k, b, tb ? k : n, (qkv_real)0.5, c2, n);
+            qkv_set_num_threads(saved);
+            CHECK_MSG(memcmp(c1, c2, sizeof(qkv_real) * (size_t)(m * n)) == 0, "gemm %c%c %lldx%lldx%lld differs between 1 and 2 threads",
+                      ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k);
+            free(a), free(b), free(c1), free(c2);
+        }
+    }
+}

@@ -21,6 +21,8 @@ void qkv_test_fail(const char *file, int line, const char *fmt, ...)
 void qkv_test_skip(const char *why);
 /* For tests of the test tools: forget n failures that were expected (their lines still print). */
 void qkv_test_expect_failures(int n);
+/* Silence failure messages while a test provokes failures on purpose (calls nest). */
+void qkv_test_quiet(bool on);
 /* How many CHECKs failed so far in the running test. */
 int qkv_test_failures(void);
 

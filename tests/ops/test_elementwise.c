@@ -1,0 +1,232 @@
+/* test_elementwise.c: add / mul with broadcasting, scale, activations, dropout, sum, mean. */
+#include "kernel_check.h"
+
+/* ---- broadcasting --------------------------------------------------------------------------- */
+
+TEST(add_mul_broadcast_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    /* a (2, 3), b (3): row-wise bias; b (2, 1): column broadcast */
+    qkv_tensor *a = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){2, 3}, (qkv_real[]){1, 2, 3, 4, 5, 6});
+    qkv_tensor *b = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){3}, (qkv_real[]){10, 20, 30});
+    qkv_tensor *col = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){2, 1}, (qkv_real[]){2, -1});
+    const qkv_real *s = qkv_add(ctx, a, b)->data, *p = qkv_mul(ctx, a, col)->data;
+    const qkv_real want_s[] = {11, 22, 33, 14, 25, 36}, want_p[] = {2, 4, 6, -4, -5, -6};
+    for (int i = 0; i < 6; i++) CHECK(s[i] == want_s[i] && p[i] == want_p[i]);
+    qkv_tensor *bad = qkv_tensor_zeros(ctx, QKV_REAL, 1, (int64_t[]){2});
+    CHECK(qkv_add(ctx, a, bad) == NULL && qkv_ctx_status(ctx) == QKV_ERR_SHAPE);
+    CHECK(strstr(qkv_last_error(), "add") && strstr(qkv_last_error(), "(2) F") && strstr(qkv_last_error(), "(2, 3)"));
+    qkv_ctx_free(ctx);
+}
+
+typedef struct {
+    bool mul;
+} bin_case;
+
+static qkv_tensor *binary_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    const bin_case *c = user;
+    return c->mul ? qkv_mul(ctx, in[0], in[1]) : qkv_add(ctx, in[0], in[1]);
+}
+
+/* (a shape, b shape) pairs covering every broadcast pattern the models use */
+static const struct {
+    int na, nb;
+    int64_t a[4], b[4];
+} bcast_cases[] = {
+    {3, 3, {2, 3, 5}, {2, 3, 5}},      /* same shape */
+    {3, 1, {2, 3, 5}, {5}},            /* bias (C) onto (B, T, C) */
+    {4, 3, {2, 3, 4, 5}, {3, 4, 5}},   /* (H, T, S) bias onto (B, H, T, S) */
+    {4, 4, {2, 3, 4, 5}, {2, 1, 1, 5}},/* key-padding style (B, 1, 1, S) */
+    {2, 2, {7, 1}, {1, 1}},            /* size-1 everything */
+    {3, 3, {2, 3, 5}, {2, 3, 1}},      /* per-row scale */
+};
+
+TEST(add_mul_broadcast_gradcheck) {
+    TU_NEED_DOUBLE();
+    for (size_t c = 0; c < sizeof bcast_cases / sizeof *bcast_cases; c++)
+        for (int mul = 0; mul < 2; mul++) {
+            qkv_tensor *in[2] = {tu_rand(bcast_cases[c].na, bcast_cases[c].a, -1, 1, 3 + c),
+                                 tu_rand(bcast_cases[c].nb, bcast_cases[c].b, -1, 1, 9 + c)};
+            qkv_tensor_requires_grad(in[0]);
+            qkv_tensor_requires_grad(in[1]);
+            bin_case bc = {mul};
+            tu_gradcheck(mul ? "mul broadcast" : "add broadcast", binary_fn, in, 2, &bc, NULL);
+            tu_free(in[0]);
+            tu_free(in[1]);
+        }
+}
+
+TEST(add_mul_fast_matches_reference_and_threads) {
+    for (int mul = 0; mul < 2; mul++) {
+        /* big enough to cross the OpenMP threshold */
+        qkv_tensor *in[2] = {tu_rand(4, (int64_t[]){3, 5, 37, 129}, -1, 1, 21), tu_rand(3, (int64_t[]){5, 1, 129}, -1, 1, 22)};
+        qkv_tensor_requires_grad(in[0]);
+        qkv_tensor_requires_grad(in[1]);
+        bin_case bc = {mul};
+        kc_check(mul ? "mul" : "add", binary_fn, in, 2, &bc);
+        tu_free(in[0]);
+        tu_free(in[1]);
+    }
+}
+
+/* ---- activations ---------------------------------------------------------------------------- */
+
+TEST(activations_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    const qkv_real xs[] = {-2, -0.5, 0, 0.5, 3};
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){5}, xs);
+    const qkv_real *r = qkv_relu(ctx, x)->data, *t = qkv_tanh(ctx, x)->data, *s = qkv_sigmoid(ctx, x)->data;
+    const qkv_real *ge = qkv_gelu(ctx, x, QKV_GELU_ERF)->data, *gt = qkv_gelu(ctx, x, QKV_GELU_TANH)->data;
+    for (int i = 0; i < 5; i++) {
+        double v = xs[i];
+        CHECK(r[i] == (v > 0 ? xs[i] : 0));
+        CHECK_NEAR(t[i], tanh(v), 1e-6);
+        CHECK_NEAR(s[i], 1 / (1 + exp(-v)), 1e-6);
+        CHECK_NEAR(ge[i], 0.5 * v * (1 + erf(v / sqrt(2.0))), 1e-6);
+        CHECK_NEAR(gt[i], 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * v * v * v))), 1e-6);
+    }
+    /* known values: GELU(1) = 0.8413447460685429 (erf), 0.8411919906082768 (tanh) */
+    qkv_tensor *one = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){1}, (qkv_real[]){1});
+    CHECK_NEAR(((qkv_real *)qkv_gelu(ctx, one, QKV_GELU_ERF)->data)[0], 0.8413447460685429, 1e-6);
+    CHECK_NEAR(((qkv_real *)qkv_gelu(ctx, one, QKV_GELU_TANH)->data)[0], 0.8411919906082768, 1e-6);
+    /* sigmoid saturates without overflow */
+    qkv_tensor *big = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){2}, (qkv_real[]){-1000, 1000});
+    const qkv_real *sb = qkv_sigmoid(ctx, big)->data;
+    CHECK(sb[0] == 0 && sb[1] == 1);
+    CHECK(qkv_gelu(ctx, x, (qkv_gelu_kind)7) == NULL && strstr(qkv_last_error(), "gelu"));
+    qkv_ctx_free(ctx);
+}
+
+typedef struct {
+    int op; /* 0 relu, 1 gelu erf, 2 gelu tanh, 3 tanh, 4 sigmoid, 5 scale, 6 sum, 7 mean */
+} un_case;
+
+static qkv_tensor *unary_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    switch (((un_case *)user)->op) {
+    case 0: return qkv_relu(ctx, in[0]);
+    case 1: return qkv_gelu(ctx, in[0], QKV_GELU_ERF);
+    case 2: return qkv_gelu(ctx, in[0], QKV_GELU_TANH);
+    case 3: return qkv_tanh(ctx, in[0]);
+    case 4: return qkv_sigmoid(ctx, in[0]);
+    case 5: return qkv_scale(ctx, in[0], -1.5);
+    case 6: return qkv_sum(ctx, in[0]);
+    default: return qkv_mean(ctx, in[0]);
+    }
+}
+
+TEST(activations_and_reductions_gradcheck) {
+    TU_NEED_DOUBLE();
+    for (int op = 0; op < 8; op++) {
+        /* inputs in +-[0.1, 2]: away from ReLU's kink at 0 */
+        qkv_tensor *x = tu_rand(3, (int64_t[]){2, 3, 7}, 0.1, 2, 5 + op);
+        qkv_real *xd = x->data;
+        for (int i = 0; i < 42; i += 2) xd[i] = -xd[i];
+        qkv_tensor_requires_grad(x);
+        un_case c = {op};
+        tu_gradcheck("unary", unary_fn, &x, 1, &c, NULL);
+        tu_free(x);
+    }
+}
+
+TEST(activations_fast_matches_reference_and_threads) {
+    for (int op = 0; op < 8; op++) {
+        qkv_tensor *x = tu_rand(2, (int64_t[]){97, 301}, -3, 3, 30 + op);
+        qkv_tensor_requires_grad(x);
+        un_case c = {op};
+        kc_check("unary", unary_fn, &x, 1, &c);
+        tu_free(x);
+    }
+}
+
+/* ---- dropout -------------------------------------------------------------------------------- */
+
+static qkv_tensor *dropout_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    qkv_ctx_set_training(ctx, true);
+    return qkv_dropout(ctx, in[0], *(double *)user);
+}
+
+TEST(dropout_statistics_eval_identity_and_determinism) {
+    const int64_t n = 100000;
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 1, &n);
+    for (int64_t i = 0; i < n; i++) ((qkv_real *)x->data)[i] = 1;
+    /* evaluation mode: the identity, no copy */
+    CHECK(qkv_dropout(ctx, x, 0.3) == x);
+    qkv_ctx_set_training(ctx, true);
+    qkv_tensor *y = qkv_dropout(ctx, x, 0.3);
+    int64_t zeros = 0;
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        qkv_real v = ((qkv_real *)y->data)[i];
+        CHECK(v == 0 || fabs((double)v - 1 / 0.7) < 1e-6);
+        zeros += v == 0;
+        sum += v;
+    }
+    CHECK_NEAR((double)zeros / n, 0.3, 0.005); /* 3.5 sigma is 0.005 */
+    CHECK_NEAR(sum / n, 1.0, 0.01);            /* inverted dropout keeps the mean */
+    /* a second dropout in the same step draws a different mask; the same (seed, step, order) the same */
+    qkv_tensor *y2 = qkv_dropout(ctx, x, 0.3);
+    CHECK(memcmp(y->data, y2->data, sizeof(qkv_real) * (size_t)n) != 0);
+    qkv_real *first = malloc(sizeof(qkv_real) * (size_t)n);
+    memcpy(first, y->data, sizeof(qkv_real) * (size_t)n);
+    qkv_ctx_set_rng(ctx, 1234, 0); /* rewind to the RNG position of the first call */
+    qkv_tensor *again = qkv_dropout(ctx, x, 0.3);
+    uint64_t seed, step;
+    qkv_ctx_get_rng(ctx, &seed, &step);
+    CHECK(seed == 1234 && step == 0);
+    CHECK(memcmp(first, again->data, sizeof(qkv_real) * (size_t)n) == 0);
+    free(first);
+    CHECK(qkv_dropout(ctx, x, 1.0) == NULL && strstr(qkv_last_error(), "dropout"));
+    qkv_ctx_free(ctx);
+}
+
+TEST(dropout_gradcheck_and_kernels) {
+    double p = 0.4;
+    qkv_tensor *x = tu_rand(2, (int64_t[]){33, 257}, -1, 1, 71);
+    qkv_tensor_requires_grad(x);
+    kc_check("dropout", dropout_fn, &x, 1, &p);
+    tu_free(x);
+#ifdef QKV_DOUBLE
+    x = tu_rand(2, (int64_t[]){3, 5}, -1, 1, 72);
+    qkv_tensor_requires_grad(x);
+    tu_gradcheck_opts o = tu_gradcheck_default();
+    o.training = true;
+    tu_gradcheck("dropout", dropout_fn, &x, 1, &p, &o);
+    tu_free(x);
+#endif
+}
+
+TEST(sum_and_mean_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    const int64_t n = 10001; /* crosses the fixed 4096-element chunks */
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 1, &n);
+    for (int64_t i = 0; i < n; i++) ((qkv_real *)x->data)[i] = (qkv_real)(i % 7);
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) want += (double)(i % 7);
+    qkv_tensor *s = qkv_sum(ctx, x), *m = qkv_mean(ctx, x);
+    CHECK(s->ndim == 0 && qkv_tensor_numel(s) == 1);
+    CHECK_NEAR(((qkv_real *)s->data)[0], want, 1e-6 * want);
+    CHECK_NEAR(((qkv_real *)m->data)[0], want / n, 1e-6);
+    qkv_ctx_free(ctx);
+}
+
+TEST(elementwise_rejects_integer_inputs) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *ids = qkv_tensor_zeros(ctx, QKV_I32, 1, (int64_t[]){3});
+    CHECK(qkv_relu(ctx, ids) == NULL && qkv_ctx_status(ctx) == QKV_ERR_SHAPE && strstr(qkv_last_error(), "relu: x must be"));
+    qkv_ctx_free(ctx);
+}
+
+/* ---- dense kernels (BLAS) against the reference GEMM, per op ---------------------------------- */
+
+static qkv_tensor *linear_kc_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    (void)user;
+    return qkv_linear(ctx, in[0], in[1], in[2]);
+}
+
+TEST(linear_fast_matches_reference_and_threads) {
+    qkv_tensor *in[3] = {tu_rand(3, (int64_t[]){4, 65, 96}, -1, 1, 81), tu_rand(2, (int64_t[]){130, 96}, -1, 1, 82),
+                         tu_rand(1, (int64_t[]){130}, -1, 1, 83)};
+    for (int k = 0; k < 3; k++) qkv_tensor_requires_grad(in[k]);
+    kc_check("linear", linear_kc_fn, in, 3, NULL);
+    for (int k = 0; k < 3; k++) tu_free(in[k]);
+}

@@ -62,5 +62,6 @@ QKV_API int qkv_get_num_threads(void);
 #endif
 
 #include "qkv_graph.h"
+#include "qkv_io.h"
 
 #endif

@@ -8,17 +8,20 @@
  * F8_E5M2 (1 byte), I16, U16, F16, BF16 (2), I32, U32, F32 (4), I64, U64, F64 (8).
  *
  * The reader validates everything before it returns a file: header size (1 .. 100,000,000 bytes
- * and inside the file), strict JSON (src/io/json.h), known dtypes, shapes of at most 8
+ * and inside the file), strict JSON (src/io/json.h) with nothing after the object but JSON
+ * whitespace (writers pad with spaces), known dtypes, shapes of at most 8
  * non-negative dims whose byte size matches the offsets without overflow, offsets that tile the
  * buffer exactly (sorted by offset: contiguous from 0, no hole, no overlap, ending at the end of
  * the file), unique names, string-valued metadata. Every failure is QKV_ERR_FORMAT with a message
  * "<file>: <tensor or field>: <problem>" (QKV_ERR_IO when the file cannot be read).
  *
- * The writer (qkv_st_save) produces the same bytes as HuggingFace's `safetensors` for the same
- * tensors in the same order: compact JSON with "__metadata__" first (omitted when there is none),
- * tensors in the given order laid out back to back, header padded with spaces to a multiple of
- * 8 bytes. It writes to "<path>.tmp.<pid>", fsyncs, and renames over <path>, so readers never
- * see a half-written file; on any failure the temporary file is removed.
+ * The writer (qkv_st_save) uses HuggingFace's layout: compact JSON (serde_json's escapes) with
+ * "__metadata__" first (omitted when there is none), tensors in the given order laid out back to
+ * back, header padded with spaces to a multiple of 8 bytes. Given the tensors in the order
+ * HuggingFace sorts them (by dtype, then name) and at most one metadata key (it writes a hash
+ * map), the bytes are identical. It writes to "<path>.tmp.<pid>", fsyncs, and renames over <path>,
+ * so readers never see a half-written file; on any failure the temporary file is removed (two
+ * threads of one process must not save to the same path at the same time).
  */
 #ifndef QKV_IO_H
 #define QKV_IO_H

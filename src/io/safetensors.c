@@ -124,22 +124,23 @@ static const char *type_of(const qkv_json_value *v) {
 }
 
 static qkv_status parse_metadata(qkv_st_file *f, const qkv_json_value *m) {
-    const char *L = f->label;
+    const char *file = f->label;
     if (m->type != QKV_JSON_OBJECT)
-        return FORMAT_ERROR("%s: __metadata__ must be an object of strings, got %s", L, type_of(m));
+        return FORMAT_ERROR("%s: __metadata__ must be an object of strings, got %s", file,
+                            type_of(m));
     f->meta = malloc((size_t)(m->count ? m->count : 1) * sizeof *f->meta);
-    if (!f->meta) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", L);
+    if (!f->meta) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", file);
     for (int64_t i = 0; i < m->count; i++) {
         const qkv_json_value *v = &m->items[i];
         if (strlen(v->key) != v->key_len)
-            return FORMAT_ERROR("%s: __metadata__ key \"%.200s\" contains a NUL character", L,
+            return FORMAT_ERROR("%s: __metadata__ key \"%.200s\" contains a NUL character", file,
                                 v->key);
         if (v->type != QKV_JSON_STRING)
-            return FORMAT_ERROR("%s: __metadata__ value of \"%.200s\" must be a string, got %s", L,
-                                v->key, type_of(v));
+            return FORMAT_ERROR("%s: __metadata__ value of \"%.200s\" must be a string, got %s",
+                                file, v->key, type_of(v));
         if (strlen(v->str) != v->len)
-            return FORMAT_ERROR("%s: __metadata__ value of \"%.200s\" contains a NUL character", L,
-                                v->key);
+            return FORMAT_ERROR("%s: __metadata__ value of \"%.200s\" contains a NUL character",
+                                file, v->key);
         f->meta[f->n_meta++] = v;
     }
     return QKV_OK;
@@ -147,11 +148,11 @@ static qkv_status parse_metadata(qkv_st_file *f, const qkv_json_value *m) {
 
 /* Validate one tensor entry (everything but its place among the others). */
 static qkv_status parse_tensor(qkv_st_file *f, const qkv_json_value *v, st_pending *t) {
-    const char *L = f->label, *N = v->key;
+    const char *file = f->label, *name = v->key;
     if (strlen(v->key) != v->key_len)
-        return FORMAT_ERROR("%s: tensor name \"%.200s\" contains a NUL character", L, N);
+        return FORMAT_ERROR("%s: tensor name \"%.200s\" contains a NUL character", file, name);
     if (v->type != QKV_JSON_OBJECT)
-        return FORMAT_ERROR("%s: tensor '%.200s': entry must be an object, got %s", L, N,
+        return FORMAT_ERROR("%s: tensor '%.200s': entry must be an object, got %s", file, name,
                             type_of(v));
     const qkv_json_value *dtype = NULL, *shape = NULL, *offsets = NULL;
     for (int64_t i = 0; i < v->count; i++) {
@@ -163,29 +164,31 @@ static qkv_status parse_tensor(qkv_st_file *f, const qkv_json_value *v, st_pendi
         else if (!strcmp(fld->key, "data_offsets"))
             offsets = fld;
         else
-            return FORMAT_ERROR("%s: tensor '%.200s': unknown field \"%.100s\"", L, N, fld->key);
+            return FORMAT_ERROR("%s: tensor '%.200s': unknown field \"%.100s\"", file, name,
+                                fld->key);
     }
     const char *missing = !dtype ? "dtype" : !shape ? "shape" : !offsets ? "data_offsets" : NULL;
-    if (missing) return FORMAT_ERROR("%s: tensor '%.200s': missing field \"%s\"", L, N, missing);
+    if (missing)
+        return FORMAT_ERROR("%s: tensor '%.200s': missing field \"%s\"", file, name, missing);
 
     qkv_st_entry *e = &t->entry;
     e->name = v->key;
     if (dtype->type != QKV_JSON_STRING)
-        return FORMAT_ERROR("%s: tensor '%.200s': \"dtype\" must be a string, got %s", L, N,
+        return FORMAT_ERROR("%s: tensor '%.200s': \"dtype\" must be a string, got %s", file, name,
                             type_of(dtype));
     size_t elem = 0;
     e->dtype_name = st_dtype_lookup(dtype->str, dtype->len, &elem);
     if (!e->dtype_name)
-        return FORMAT_ERROR("%s: tensor '%.200s': unknown dtype \"%.40s\"", L, N, dtype->str);
+        return FORMAT_ERROR("%s: tensor '%.200s': unknown dtype \"%.40s\"", file, name, dtype->str);
     e->known_dtype = st_to_qkv_dtype(e->dtype_name, &e->dtype);
 
     if (shape->type != QKV_JSON_ARRAY)
         return FORMAT_ERROR(
             "%s: tensor '%.200s': \"shape\" must be a list of non-negative integers, "
             "got %s",
-            L, N, type_of(shape));
+            file, name, type_of(shape));
     if (shape->count > QKV_ST_MAX_DIMS)
-        return FORMAT_ERROR("%s: tensor '%.200s': \"shape\" has %lld dims (at most %d)", L, N,
+        return FORMAT_ERROR("%s: tensor '%.200s': \"shape\" has %lld dims (at most %d)", file, name,
                             (long long)shape->count, QKV_ST_MAX_DIMS);
     e->ndim = (int)shape->count;
     for (int d = 0; d < e->ndim; d++) {
@@ -195,52 +198,52 @@ static qkv_status parse_tensor(qkv_st_file *f, const qkv_json_value *v, st_pendi
             return FORMAT_ERROR(
                 "%s: tensor '%.200s': \"shape\"[%d] must be a non-negative integer, "
                 "got %s%.40s",
-                L, N, d, s->type == QKV_JSON_INT ? "" : type_of(s),
+                file, name, d, s->type == QKV_JSON_INT ? "" : type_of(s),
                 s->type == QKV_JSON_INT ? s->str : "");
         if (dim > (uint64_t)INT64_MAX)
-            return FORMAT_ERROR("%s: tensor '%.200s': \"shape\"[%d] = %llu is too large", L, N, d,
-                                (unsigned long long)dim);
+            return FORMAT_ERROR("%s: tensor '%.200s': \"shape\"[%d] = %llu is too large", file,
+                                name, d, (unsigned long long)dim);
         e->shape[d] = (int64_t)dim;
     }
     uint64_t numel;
     char sbuf[256];
     qkv__shape64_str(e->shape, e->ndim, sbuf, sizeof sbuf);
     if (!st_sizes(e->shape, e->ndim, elem, &numel, &e->nbytes))
-        return FORMAT_ERROR("%s: tensor '%.200s': shape %s of %s overflows 64-bit sizes", L, N,
-                            sbuf, e->dtype_name);
+        return FORMAT_ERROR("%s: tensor '%.200s': shape %s of %s overflows 64-bit sizes", file,
+                            name, sbuf, e->dtype_name);
 
     if (offsets->type != QKV_JSON_ARRAY || offsets->count != 2 ||
         !qkv_json_u64(&offsets->items[0], &t->begin) || !qkv_json_u64(&offsets->items[1], &t->end))
         return FORMAT_ERROR(
             "%s: tensor '%.200s': \"data_offsets\" must be two non-negative integers "
             "[begin, end]",
-            L, N);
+            file, name);
     if (t->begin > t->end)
-        return FORMAT_ERROR("%s: tensor '%.200s': \"data_offsets\" [%llu, %llu] decrease", L, N,
-                            (unsigned long long)t->begin, (unsigned long long)t->end);
+        return FORMAT_ERROR("%s: tensor '%.200s': \"data_offsets\" [%llu, %llu] decrease", file,
+                            name, (unsigned long long)t->begin, (unsigned long long)t->end);
     if (t->end - t->begin != e->nbytes)
         return FORMAT_ERROR("%s: tensor '%.200s': shape %s of %s needs %llu bytes but data_offsets "
                             "[%llu, %llu] span %llu",
-                            L, N, sbuf, e->dtype_name, (unsigned long long)e->nbytes,
+                            file, name, sbuf, e->dtype_name, (unsigned long long)e->nbytes,
                             (unsigned long long)t->begin, (unsigned long long)t->end,
                             (unsigned long long)(t->end - t->begin));
     if (t->end > f->buffer_size)
         return FORMAT_ERROR("%s: tensor '%.200s': data_offsets [%llu, %llu] extend past the end of "
                             "the %llu-byte data buffer",
-                            L, N, (unsigned long long)t->begin, (unsigned long long)t->end,
+                            file, name, (unsigned long long)t->begin, (unsigned long long)t->end,
                             (unsigned long long)f->buffer_size);
     return QKV_OK;
 }
 
 /* Sorted by offsets, the tensors must tile [0, buffer_size) exactly. */
 static qkv_status check_tiling(const qkv_st_file *f, const st_pending *t, int64_t n) {
-    const char *L = f->label;
+    const char *file = f->label;
     uint64_t pos = 0;
     for (int64_t i = 0; i < n; i++) {
         if (t[i].begin < pos)
             return FORMAT_ERROR("%s: tensor '%.200s' (data_offsets [%llu, %llu]) overlaps tensor "
                                 "'%.200s' ([%llu, %llu])",
-                                L, t[i].entry.name, (unsigned long long)t[i].begin,
+                                file, t[i].entry.name, (unsigned long long)t[i].begin,
                                 (unsigned long long)t[i].end, t[i - 1].entry.name,
                                 (unsigned long long)t[i - 1].begin,
                                 (unsigned long long)t[i - 1].end);
@@ -248,11 +251,11 @@ static qkv_status check_tiling(const qkv_st_file *f, const st_pending *t, int64_
             if (i == 0)
                 return FORMAT_ERROR("%s: hole of %llu bytes at the start of the data buffer (the "
                                     "first tensor, '%.200s', begins at %llu)",
-                                    L, (unsigned long long)t[i].begin, t[i].entry.name,
+                                    file, (unsigned long long)t[i].begin, t[i].entry.name,
                                     (unsigned long long)t[i].begin);
             return FORMAT_ERROR("%s: hole of %llu bytes between tensor '%.200s' (ends at %llu) and "
                                 "tensor '%.200s' (begins at %llu)",
-                                L, (unsigned long long)(t[i].begin - pos), t[i - 1].entry.name,
+                                file, (unsigned long long)(t[i].begin - pos), t[i - 1].entry.name,
                                 (unsigned long long)pos, t[i].entry.name,
                                 (unsigned long long)t[i].begin);
         }
@@ -261,40 +264,40 @@ static qkv_status check_tiling(const qkv_st_file *f, const st_pending *t, int64_
     if (pos != f->buffer_size)
         return FORMAT_ERROR("%s: the data buffer has %llu bytes but the tensors cover only %llu "
                             "(trailing bytes after the last tensor)",
-                            L, (unsigned long long)f->buffer_size, (unsigned long long)pos);
+                            file, (unsigned long long)f->buffer_size, (unsigned long long)pos);
     return QKV_OK;
 }
 
 /* Validate bytes[0, len) (inside f->alloc, owned by f) and fill f. */
 static qkv_status st_parse_into(qkv_st_file *f, const unsigned char *bytes, size_t len) {
-    const char *L = f->label;
+    const char *file = f->label;
     if (len < 8)
-        return FORMAT_ERROR("%s: file is %zu bytes, shorter than the 8-byte header size field", L,
-                            len);
+        return FORMAT_ERROR("%s: file is %zu bytes, shorter than the 8-byte header size field",
+                            file, len);
     uint64_t hn = read_le64(bytes);
-    if (hn == 0) return FORMAT_ERROR("%s: header size is 0", L);
+    if (hn == 0) return FORMAT_ERROR("%s: header size is 0", file);
     if (hn > QKV_ST_MAX_HEADER)
-        return FORMAT_ERROR("%s: header size %llu exceeds the limit of %u bytes", L,
+        return FORMAT_ERROR("%s: header size %llu exceeds the limit of %u bytes", file,
                             (unsigned long long)hn, QKV_ST_MAX_HEADER);
     if (hn > len - 8)
         return FORMAT_ERROR("%s: header size %llu exceeds the %zu bytes after the size field "
                             "(truncated file?)",
-                            L, (unsigned long long)hn, len - 8);
+                            file, (unsigned long long)hn, len - 8);
     f->buffer = bytes + 8 + hn;
     f->buffer_size = len - 8 - hn;
 
     qkv_json_error jerr;
     qkv_status st = qkv_json_parse((const char *)bytes + 8, (size_t)hn, &f->doc, &jerr);
-    if (st == QKV_ERR_OOM) return QKV_ERROR(st, "%s: out of memory parsing the header", L);
+    if (st == QKV_ERR_OOM) return QKV_ERROR(st, "%s: out of memory parsing the header", file);
     if (st != QKV_OK)
-        return FORMAT_ERROR("%s: header is not valid JSON: %s at byte %zu of the header", L,
+        return FORMAT_ERROR("%s: header is not valid JSON: %s at byte %zu of the header", file,
                             jerr.message, jerr.offset);
     const qkv_json_value *root = qkv_json_root(f->doc);
     if (root->type != QKV_JSON_OBJECT)
-        return FORMAT_ERROR("%s: header must be a JSON object, got %s", L, type_of(root));
+        return FORMAT_ERROR("%s: header must be a JSON object, got %s", file, type_of(root));
 
     st_pending *pend = malloc((size_t)(root->count ? root->count : 1) * sizeof *pend);
-    if (!pend) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", L);
+    if (!pend) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", file);
     int64_t n = 0;
     for (int64_t i = 0; i < root->count && st == QKV_OK; i++) {
         const qkv_json_value *v = &root->items[i];
@@ -314,7 +317,7 @@ static qkv_status st_parse_into(qkv_st_file *f, const unsigned char *bytes, size
     if (st == QKV_OK) {
         f->entries = malloc((size_t)(n ? n : 1) * sizeof *f->entries);
         f->by_name = malloc((size_t)(n ? n : 1) * sizeof *f->by_name);
-        if (!f->entries || !f->by_name) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", L);
+        if (!f->entries || !f->by_name) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", file);
     }
     if (st == QKV_OK) {
         for (int64_t i = 0; i < n; i++) {

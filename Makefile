@@ -3,7 +3,7 @@ BUILD ?= build/release
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-asan test-portable demo bench clean
+.PHONY: all build test test-asan test-portable fuzz demo bench clean
 
 all: build
 
@@ -27,6 +27,17 @@ test-asan:
 # No BLAS, no OpenMP: plain C11 + libm.
 test-portable:
 	$(MAKE) test BUILD=build/portable CMAKE_FLAGS="-DQKV_WITH_BLAS=OFF -DQKV_WITH_OPENMP=OFF -DQKV_BUILD_BENCH=OFF"
+
+# libFuzzer + ASan/UBSan run of the safetensors reader and JSON parser (needs clang):
+# FUZZ_TIME seconds; the growing corpus stays in build/fuzz/corpus; a crash leaves crash-* here.
+FUZZ_TIME ?= 60
+fuzz:
+	cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DQKV_FUZZ=ON \
+	    -DQKV_BUILD_TESTS=OFF -DQKV_BUILD_BENCH=OFF -DQKV_BUILD_DOUBLE=OFF >/dev/null
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_safetensors
+	mkdir -p build/fuzz/corpus
+	build/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -dict=tests/io/fuzz_safetensors.dict \
+	    build/fuzz/corpus tests/io/fuzz_corpus
 
 demo: build
 	$(BUILD)/demo_attention $(DEMO_ARGS)

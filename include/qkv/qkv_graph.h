@@ -45,7 +45,9 @@ QKV_API const char *qkv_dtype_name(qkv_dtype dt); /* "F32", "F64", "I32" (safete
 enum {
     QKV_REQUIRES_GRAD = 1u << 0, /* backward computes a gradient for this tensor */
     QKV_PARAM = 1u << 1,         /* lives in a parameter table; grad is preallocated */
-    QKV_VIEW = 1u << 2           /* shares data (and grad) with t->base */
+    QKV_VIEW = 1u << 2,          /* shares data (and grad) with t->base */
+    QKV_NO_DECAY = 1u << 3       /* parameters: the optimiser applies no weight decay (set it on
+                                    biases and norm gains after qkv_params_add) */
 };
 
 typedef struct qkv_tensor {

@@ -1,0 +1,189 @@
+/*
+ * optim.c: SGD (momentum, Nesterov), Adam and AdamW on a parameter table.
+ *
+ * The rules (qkv_optim.h) are torch.optim's single-tensor implementations, written in the same
+ * order of operations and in the parameter type (qkv_real), with the per-step scalars (bias
+ * corrections, step size) computed in double and rounded once, as PyTorch does with its Python
+ * floats:
+ *   SGD    d = g (+ wd p);  b = momentum b + d;  d = nesterov ? d + momentum b : b;  p += -lr d
+ *   Adam   d = g (+ wd p);  m = lerp(m, d, 1 - beta1);  v = beta2 v + (1 - beta2) d d;
+ *          p += -(lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps),  bc_k = 1 - beta_k^step
+ *   AdamW  p *= 1 - lr wd, then Adam without the L2 term.
+ * torch's lerp(a, b, w) is a + w (b - a) for |w| < 0.5 and b - (b - a)(1 - w) otherwise.
+ *
+ * One pass over the four contiguous blocks (data, grad, m, v) in fixed chunks of CHUNK elements,
+ * OpenMP-parallel over chunks; a chunk that spans several parameters is split at their
+ * boundaries so QKV_NO_DECAY applies per parameter. Elements are independent: the result is the
+ * same for any thread count.
+ */
+#include "qkv/qkv_optim.h"
+
+#include "../core/internal.h"
+
+#include <math.h>
+
+#define CHUNK 4096               /* elements per parallel work item */
+#define GRAIN ((int64_t)1 << 15) /* below this many elements, stay on one thread */
+
+#ifdef QKV_DOUBLE
+#define real_sqrt sqrt
+#else
+#define real_sqrt sqrtf
+#endif
+
+qkv_optim_config qkv_optim_default(qkv_optim_kind kind) {
+    qkv_optim_config c = {.kind = kind, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    if (kind == QKV_OPTIM_ADAMW) c.weight_decay = 1e-2;
+    return c;
+}
+
+/* The scalars of one step, rounded to qkv_real once. */
+typedef struct {
+    qkv_optim_kind kind;
+    qkv_real lr, momentum, wd;
+    bool nesterov;
+    qkv_real w1, beta2, one_minus_beta2, step_size, bc2_sqrt, eps; /* Adam(W) */
+    qkv_real decay_factor;                                         /* AdamW: 1 - lr wd */
+} rule;
+
+static inline qkv_real torch_lerp(qkv_real a, qkv_real b, qkv_real w) {
+    return w < (qkv_real)0.5 ? a + w * (b - a) : b - (b - a) * ((qkv_real)1 - w);
+}
+
+static void sgd_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
+                      qkv_real *restrict b, int64_t n) {
+    const qkv_real lr = r->lr, mom = r->momentum, wd = decay ? r->wd : 0;
+    for (int64_t i = 0; i < n; i++) {
+        qkv_real d = g[i];
+        if (wd != 0) d = d + wd * p[i];
+        if (mom != 0) {
+            b[i] = b[i] * mom + d;
+            d = r->nesterov ? d + mom * b[i] : b[i];
+        }
+        p[i] = p[i] + -lr * d;
+    }
+}
+
+static void adam_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
+                       qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
+    const bool adamw = r->kind == QKV_OPTIM_ADAMW;
+    const qkv_real l2 = (!adamw && decay) ? r->wd : 0;
+    const qkv_real keep = (adamw && decay) ? r->decay_factor : 1;
+    const qkv_real w1 = r->w1, b2 = r->beta2, omb2 = r->one_minus_beta2;
+    const qkv_real ss = r->step_size, bc2s = r->bc2_sqrt, eps = r->eps;
+    for (int64_t i = 0; i < n; i++) {
+        qkv_real d = g[i];
+        if (l2 != 0) d = d + l2 * p[i];
+        qkv_real pi = p[i] * keep;
+        m[i] = torch_lerp(m[i], d, w1);
+        v[i] = v[i] * b2 + omb2 * d * d;
+        qkv_real denom = real_sqrt(v[i]) / bc2s + eps;
+        p[i] = pi - ss * m[i] / denom;
+    }
+}
+
+static int64_t offset_of(const qkv_params *p, const qkv_real *base, int64_t k) {
+    return (int64_t)((const qkv_real *)qkv_params_get(p, k)->data - base);
+}
+
+/* The parameter that holds element e (the last k with offset(k) <= e). */
+static int64_t param_at(const qkv_params *p, const qkv_real *base, int64_t e) {
+    int64_t lo = 0, hi = qkv_params_count(p) - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (offset_of(p, base, mid) <= e)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static qkv_status check_config(const qkv_optim_config *c, int64_t step, double lr) {
+    if (!(lr >= 0) || !isfinite(lr))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_optim_step: learning rate %g must be finite "
+                         "and >= 0",
+                         lr);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_optim_step: weight_decay %g must be finite and "
+                         ">= 0",
+                         c->weight_decay);
+    switch (c->kind) {
+    case QKV_OPTIM_SGD:
+        if (!(c->momentum >= 0) || !isfinite(c->momentum))
+            return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                             "qkv_optim_step: SGD momentum %g must be finite "
+                             "and >= 0",
+                             c->momentum);
+        if (c->nesterov && c->momentum == 0)
+            return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: Nesterov momentum needs "
+                                                  "momentum > 0");
+        return QKV_OK;
+    case QKV_OPTIM_ADAM:
+    case QKV_OPTIM_ADAMW:
+        if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
+            return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                             "qkv_optim_step: betas (%g, %g) must be in "
+                             "[0, 1)",
+                             c->beta1, c->beta2);
+        if (!(c->eps >= 0) || !isfinite(c->eps))
+            return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: eps %g must be finite and >= 0",
+                             c->eps);
+        if (step < 1)
+            return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                             "qkv_optim_step: step %lld must be >= 1 (it is "
+                             "1-based: the bias corrections use beta^step)",
+                             (long long)step);
+        return QKV_OK;
+    }
+    return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: unknown optimiser kind %d",
+                     (int)c->kind);
+}
+
+qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step, double lr) {
+    if (!p || !c) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: NULL argument");
+    qkv_real *P = qkv_params_block(p, QKV_BLOCK_DATA), *G = qkv_params_block(p, QKV_BLOCK_GRAD);
+    qkv_real *M = qkv_params_block(p, QKV_BLOCK_M), *V = qkv_params_block(p, QKV_BLOCK_V);
+    if (!P) return QKV_ERROR(QKV_ERR_STATE, "qkv_optim_step: the parameter table is not finalized");
+    qkv_status st = check_config(c, step, lr);
+    if (st != QKV_OK) return st;
+
+    rule r = {.kind = c->kind,
+              .lr = (qkv_real)lr,
+              .momentum = (qkv_real)c->momentum,
+              .wd = (qkv_real)c->weight_decay,
+              .nesterov = c->nesterov};
+    if (c->kind != QKV_OPTIM_SGD) {
+        const double bc1 = 1.0 - pow(c->beta1, (double)step);
+        const double bc2 = 1.0 - pow(c->beta2, (double)step);
+        r.w1 = (qkv_real)(1.0 - c->beta1);
+        r.beta2 = (qkv_real)c->beta2;
+        r.one_minus_beta2 = (qkv_real)(1.0 - c->beta2);
+        r.step_size = (qkv_real)(lr / bc1);
+        r.bc2_sqrt = (qkv_real)sqrt(bc2);
+        r.eps = (qkv_real)c->eps;
+        r.decay_factor = (qkv_real)(1.0 - lr * c->weight_decay);
+    }
+
+    const int64_t numel = qkv_params_numel(p), chunks = (numel + CHUNK - 1) / CHUNK;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (numel > GRAIN)
+#endif
+    for (int64_t ch = 0; ch < chunks; ch++) {
+        int64_t lo = ch * CHUNK, hi = lo + CHUNK < numel ? lo + CHUNK : numel;
+        for (int64_t k = param_at(p, P, lo); lo < hi; k++) {
+            const qkv_tensor *t = qkv_params_get(p, k);
+            int64_t end = offset_of(p, P, k) + qkv_tensor_numel(t);
+            int64_t e = end < hi ? end : hi;
+            bool decay = !(t->flags & QKV_NO_DECAY);
+            if (r.kind == QKV_OPTIM_SGD)
+                sgd_range(&r, decay, P + lo, G + lo, M + lo, e - lo);
+            else
+                adam_range(&r, decay, P + lo, G + lo, M + lo, V + lo, e - lo);
+            lo = e;
+        }
+    }
+    return QKV_OK;
+}

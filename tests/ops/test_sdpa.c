@@ -255,7 +255,7 @@ TEST(sdpa_single_key_and_causal_first_row_return_that_value) {
 
 /* ---- fast vs reference ---------------------------------------------------------------------- */
 
-enum { N_MASKS = 9 };
+enum { N_MASKS = 10 };
 
 /* Mask kind `kind` for geometry (B, T, S); tensors it needs are written to pad / allowed. */
 static const char *make_mask(int kind, int64_t B, int64_t T, int64_t S, qkv_mask *m,
@@ -271,26 +271,29 @@ static const char *make_mask(int kind, int64_t B, int64_t T, int64_t S, qkv_mask
     case 2:
         m->window_left = 5;
         return "window left 5";
-    case 3:
-        m->window_left = 3, m->window_right = 2;
-        return "window 3/2";
-    case 4:
-        m->window_right = 0, m->window_left = 70;
-        return "window 70/0";
-    case 5: /* key padding: batch 0 pads a few keys, batch 1 (if any) pads every key */
+    case 3: /* the band's edges fall on tile edges: row 64 still sees key 63, row 63 key 64 */
+        m->window_left = 1, m->window_right = 1;
+        return "window 1/1";
+    case 4: /* row 128 still sees key 63 */
+        m->window_left = 65, m->window_right = 0;
+        return "window 65/0";
+    case 5:
+        m->window_right = 3;
+        return "window right 3";
+    case 6: /* key padding: batch 0 pads a few keys, batch 1 (if any) pads every key */
         *pad = tu_tensor(QKV_I32, 2, (int64_t[]){B, S});
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < S; j++)
                 ((int32_t *)(*pad)->data)[b * S + j] = b == 1 || j % 5 == 2;
         m->key_padding = *pad;
         return "key padding";
-    case 6: /* a (T, S) graph with one empty row */
+    case 7: /* a (T, S) graph with one empty row */
         *allowed = tu_ids(2, (int64_t[]){T, S}, 0, 2, 77);
         for (int64_t j = 0; j < S; j++)
             ((int32_t *)(*allowed)->data)[(T / 2) * S + j] = 0;
         m->allowed = *allowed;
         return "allowed (T, S)";
-    case 7: /* a (B, T, S) graph, sparse */
+    case 8: /* a (B, T, S) graph, sparse */
         *allowed = tu_ids(3, (int64_t[]){B, T, S}, -2, 2, 78);
         for (int64_t x = 0; x < B * T * S; x++)
             ((int32_t *)(*allowed)->data)[x] = ((int32_t *)(*allowed)->data)[x] > 0;

@@ -9,7 +9,6 @@
  *   S = Q K^T scale - alibi (masked = -inf),  m' = max(m, rowmax S),  P = exp(S - m'),
  *   l = l e^(m - m') + rowsum P,  acc = acc e^(m - m') + P V;   at the end o = acc / l and
  *   lse = m + log l (-inf and o = 0 for a row with no allowed key).
- * Memory: the outputs plus one set of tiles per thread; no (T, S) buffer ever exists.
  *
  * Backward (FlashAttention-2, recomputing P = exp(S - lse) tile by tile), with D_i = dO_i.O_i
  * and dS = P (dO V^T - D) scale, in two passes so that every output element is summed by one
@@ -17,9 +16,14 @@
  *   pass 1, one task per query block:  dQ += dS K;
  *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
  *
- * All tile products go through mm_acc, a register-blocked micro-kernel that vectorises along
- * contiguous W-wide column chunks; tiles are copied (transposed or zero-padded to a multiple of
- * W) into per-thread scratch allocated from the arena before the parallel region.
+ * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
+ * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, Q^T, dO^T
+ * for the backward: O(B H T D), one pass each instead of a transpose per pair of blocks) and one
+ * set of tiles per thread (BR x BC scores, accumulators); all of it comes from the arena before
+ * the parallel regions.
+ *
+ * Every tile product goes through mm_acc, a register-blocked micro-kernel that vectorises along
+ * contiguous column chunks.
  */
 #include "sdpa.h"
 
@@ -29,17 +33,20 @@
 
 #define BR 64       /* queries per block */
 #define BC 64       /* keys per block */
-#define W 16        /* width of the register-blocked column chunks; BR and BC are multiples */
 #define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
+/* Width of mm_acc's register-blocked column chunks: 8 SSE registers of sums in float, 4 in
+ * double (the fastest widths for x86-64 -O2 with GCC 12). */
+#ifdef QKV_DOUBLE
+#define W 8
+#else
+#define W 32
+#endif
 
 static inline int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 static inline int64_t max64(int64_t a, int64_t b) {
     return a > b ? a : b;
-}
-static inline int64_t round_up(int64_t n, int64_t m) {
-    return (n + m - 1) / m * m;
 }
 static inline int64_t ceil_div(int64_t n, int64_t m) {
     return (n + m - 1) / m;
@@ -53,51 +60,76 @@ static inline qkv_real rexp(qkv_real x) {
 #endif
 }
 
-/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m; n is a multiple of W. The W sums of one
- * chunk stay in registers while x runs; each element is summed in x order. */
-static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
-                   const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
-    for (int64_t r = 0; r < m; r++)
-        for (int64_t c0 = 0; c0 < n; c0 += W) {
-            qkv_real acc[W];
-            qkv_real *restrict cr = c + r * ldc + c0;
-            for (int w = 0; w < W; w++)
-                acc[w] = cr[w];
-            for (int64_t x = 0; x < kk; x++) {
-                const qkv_real ax = a[r * lda + x];
-                const qkv_real *restrict bx = b + x * ldb + c0;
-                for (int w = 0; w < W; w++)
-                    acc[w] += ax * bx[w];
-            }
-            for (int w = 0; w < W; w++)
-                cr[w] = acc[w];
-        }
-}
-
-/* dst (cols, ld) = src (rows, cols)^T, columns rows .. round_up(rows, W) - 1 zeroed. */
-static void copy_t(const qkv_real *src, int64_t rows, int64_t cols, qkv_real *dst, int64_t ld) {
-    const int64_t rp = round_up(rows, W);
-    for (int64_t d = 0; d < cols; d++) {
-        for (int64_t r = 0; r < rows; r++)
-            dst[d * ld + r] = src[r * cols + d];
-        for (int64_t r = rows; r < rp; r++)
-            dst[d * ld + r] = 0;
-    }
-}
-
-/* dst (rows, ld) = src (rows, cols) with columns cols .. ld - 1 zeroed. */
-static void copy_pad(const qkv_real *src, int64_t rows, int64_t cols, qkv_real *dst, int64_t ld) {
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t d = 0; d < cols; d++)
-            dst[r * ld + d] = src[r * cols + d];
-        for (int64_t d = cols; d < ld; d++)
-            dst[r * ld + d] = 0;
-    }
-}
-
 static void zero(qkv_real *x, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         x[i] = 0;
+}
+
+/* One chunk of mm_acc: c[0:width] += sum_x a[x] b[x][0:width]. With width a constant after
+ * inlining, the loop unrolls fully and the sums stay in vector registers while x runs. */
+#if defined(__GNUC__)
+#define SDPA_INLINE inline __attribute__((always_inline))
+#else
+#define SDPA_INLINE inline
+#endif
+static SDPA_INLINE void mm_chunk(int width, int64_t kk, const qkv_real *restrict a,
+                                 const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c) {
+    qkv_real acc[W];
+    for (int w = 0; w < width; w++)
+        acc[w] = c[w];
+    for (int64_t x = 0; x < kk; x++) {
+        const qkv_real ax = a[x];
+        const qkv_real *restrict bx = b + x * ldb;
+#pragma GCC unroll 32
+        for (int w = 0; w < width; w++)
+            acc[w] += ax * bx[w];
+    }
+    for (int w = 0; w < width; w++)
+        c[w] = acc[w];
+}
+
+/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m. Columns go in chunks of W, then of 4,
+ * then one by one; every element is summed in x order whatever its chunk. */
+static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
+                   const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
+    for (int64_t r = 0; r < m; r++) {
+        const qkv_real *ar = a + r * lda;
+        qkv_real *cr = c + r * ldc;
+        int64_t c0 = 0;
+        for (; c0 + W <= n; c0 += W)
+            mm_chunk(W, kk, ar, b + c0, ldb, cr + c0);
+        for (; c0 + 4 <= n; c0 += 4)
+            mm_chunk(4, kk, ar, b + c0, ldb, cr + c0);
+        for (; c0 < n; c0++)
+            mm_chunk(1, kk, ar, b + c0, ldb, cr + c0);
+    }
+}
+
+/* Leading dimension of a transposed layout with rows of N: padded so that the rows a tile
+ * product walks down are never a power-of-two apart (which maps them all to a few cache sets). */
+static inline int64_t tld(int64_t N) {
+    return (N + 15) / 16 * 16 + 16;
+}
+
+/* x (BH, N, C) -> (BH, C, tld(N)): the right-hand operand of a product contracting over C
+ * (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read. */
+static const qkv_real *transposed(qkv_ctx *ctx, const qkv_real *x, int64_t BH, int64_t N,
+                                  int64_t C) {
+    const int64_t nb = ceil_div(N, BR), ld = tld(N);
+    qkv_real *y = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(BH * C * ld));
+    if (!y) return NULL;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (BH * N * C > GRAIN)
+#endif
+    for (int64_t task = 0; task < BH * nb; task++) { /* blocks of BR rows of x */
+        const int64_t bh = task / nb, n0 = task % nb * BR, n1 = min64(n0 + BR, N);
+        const qkv_real *src = x + bh * N * C;
+        qkv_real *dst = y + bh * C * ld;
+        for (int64_t cc = 0; cc < C; cc++)
+            for (int64_t n = n0; n < n1; n++)
+                dst[cc * ld + n] = src[n * C + cc];
+    }
+    return y;
 }
 
 /* Whether the causal / window rules allow every pair of the tile and no per-element mask is set
@@ -172,31 +204,25 @@ static int thread_id(void) {
 #endif
 }
 
-/* Per-thread scratch: nthreads slices of `per` reals (a multiple of W, so every slice and every
- * tile inside it starts W-aligned). */
-static qkv_real *thread_scratch(qkv_ctx *ctx, int64_t per, int nthreads) {
-    return qkv__scratch(ctx, sizeof(qkv_real) * (size_t)per * (size_t)nthreads);
-}
-
 /* ---- forward -------------------------------------------------------------------------------- */
 
 static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    const int64_t Dvp = round_up(Dv, W), nqb = ceil_div(T, BR), tasks = B * H * nqb;
-    /* kt (D, BC), vp (BC, Dvp), s (BR, BC), acc (BR, Dvp), m (BR), l (BR) */
-    const int64_t per = D * BC + BC * Dvp + BR * BC + BR * Dvp + 2 * BR;
-    const int nthreads = max_threads();
-    qkv_real *scratch = thread_scratch(ctx, per, nthreads);
-    if (!scratch) return false;
+    const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+    const qkv_real *kt = transposed(ctx, k, B * H, S, D); /* (B, H, D, tld(S)) */
+    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR) */
+    const int64_t per = BR * BC + BR * Dv + 2 * BR;
+    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
+    if (!kt || !scratch) return false;
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par) /* round-robin: balances causal bands */
 #endif
     for (int64_t task = 0; task < tasks; task++) {
-        qkv_real *kt = scratch + (int64_t)thread_id() * per, *vp = kt + D * BC, *s = vp + BC * Dvp;
-        qkv_real *acc = s + BR * BC, *m = acc + BR * Dvp, *l = m + BR;
+        qkv_real *s = scratch + (int64_t)thread_id() * per, *acc = s + BR * BC;
+        qkv_real *m = acc + BR * Dv, *l = m + BR;
         const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
         const int64_t nr = min64(BR, T - i0);
         const qkv_real *qb = q + (bh * T + i0) * D;
@@ -204,14 +230,13 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             m[r] = (qkv_real)-INFINITY;
             l[r] = 0;
         }
-        zero(acc, nr * Dvp);
+        zero(acc, nr * Dv);
         int64_t jlo, jhi;
         key_range(p, i0, nr, &jlo, &jhi);
         for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
-            const int64_t nc = min64(BC, S - j0), ncp = round_up(nc, W);
-            copy_t(k + (bh * S + j0) * D, nc, D, kt, BC);
+            const int64_t nc = min64(BC, S - j0);
             zero(s, nr * BC);
-            mm_acc(nr, ncp, D, qb, D, kt, BC, s, BC); /* S = Q K^T */
+            mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
             finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
             for (int64_t r = 0; r < nr; r++) { /* online softmax: P = exp(S - m'), rescale */
                 qkv_real *row = s + r * BC;
@@ -228,14 +253,13 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 if (mx != m[r]) {
                     const qkv_real alpha = rexp(m[r] - mx); /* 0 while m = -inf */
                     l[r] *= alpha;
-                    for (int64_t d = 0; d < Dvp; d++)
-                        acc[r * Dvp + d] *= alpha;
+                    for (int64_t d = 0; d < Dv; d++)
+                        acc[r * Dv + d] *= alpha;
                     m[r] = mx;
                 }
                 l[r] += sum;
             }
-            copy_pad(v + (bh * S + j0) * Dv, nc, Dv, vp, Dvp);
-            mm_acc(nr, Dvp, nc, s, BC, vp, Dvp, acc, Dvp); /* acc += P V */
+            mm_acc(nr, Dv, nc, s, BC, v + (bh * S + j0) * Dv, Dv, acc, Dv); /* acc += P V */
         }
         for (int64_t r = 0; r < nr; r++) {
             qkv_real *orow = o + (bh * T + i0 + r) * Dv;
@@ -246,7 +270,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             }
             const qkv_real inv = 1 / l[r];
             for (int64_t d = 0; d < Dv; d++)
-                orow[d] = acc[r * Dvp + d] * inv;
+                orow[d] = acc[r * Dv + d] * inv;
             lse[bh * T + i0 + r] = m[r] + (qkv_real)log((double)l[r]);
         }
     }
@@ -285,14 +309,17 @@ static void dscores(const qkv_real *Di, qkv_real scale, int64_t ni, int64_t nj, 
 static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
                 qkv_real *dq, qkv_real *dk, qkv_real *dv) {
-    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    const int64_t Dp = round_up(D, W), Dvp = round_up(Dv, W), rows = B * H * T;
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv, rows = B * H * T;
     const qkv_real scale = (qkv_real)p->scale;
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
     /* Per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys). */
     qkv_real *Dd = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(2 * rows + 1));
-    if (!Dd) return false;
+    /* per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
+     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv) */
+    const int64_t per = 2 * BR * BC + max64(BR * D, BC * (D + Dv));
+    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
+    if (!Dd || !scratch) return false;
     qkv_real *L = Dd + rows;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (rows * Dv > GRAIN)
@@ -304,96 +331,81 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         Dd[x] = t;
         L[x] = lse[x] == (qkv_real)-INFINITY ? 0 : lse[x];
     }
-    /* pass 1: kt (D, BC), vt (Dv, BC), kp (BC, Dp), s (BR, BC), dp (BR, BC), dqa (BR, Dp)
-     * pass 2: qt (D, BR), dot (Dv, BR), qp (BR, Dp), dop (BR, Dvp), s (BC, BR), dp (BC, BR),
-     *         dka (BC, Dp), dva (BC, Dvp) */
-    const int64_t per1 = D * BC + Dv * BC + BC * Dp + 2 * BR * BC + BR * Dp;
-    const int64_t per2 = D * BR + Dv * BR + BR * Dp + BR * Dvp + 2 * BC * BR + BC * Dp + BC * Dvp;
-    const int64_t per = max64(per1, per2);
-    const int nthreads = max_threads();
-    qkv_real *scratch = thread_scratch(ctx, per, nthreads);
-    if (!scratch) return false;
 
     if (dq) { /* pass 1: dQ by query blocks */
         const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+        const qkv_real *kt = transposed(ctx, k, B * H, S, D);  /* (B, H, D, tld(S)) */
+        const qkv_real *vt = transposed(ctx, v, B * H, S, Dv); /* (B, H, Dv, tld(S)) */
+        if (!kt || !vt) return false;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
         for (int64_t task = 0; task < tasks; task++) {
-            qkv_real *kt = scratch + (int64_t)thread_id() * per, *vt = kt + D * BC;
-            qkv_real *kp = vt + Dv * BC, *s = kp + BC * Dp, *dp = s + BR * BC, *dqa = dp + BR * BC;
+            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
+            qkv_real *dqa = dp + BR * BC;
             const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
             const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
             const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
-            zero(dqa, nr * Dp);
+            zero(dqa, nr * D);
             int64_t jlo, jhi;
             key_range(p, i0, nr, &jlo, &jhi);
             for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
-                const int64_t nc = min64(BC, S - j0), ncp = round_up(nc, W);
-                const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
-                copy_t(kb, nc, D, kt, BC);
+                const int64_t nc = min64(BC, S - j0);
                 zero(s, nr * BC);
-                mm_acc(nr, ncp, D, qb, D, kt, BC, s, BC); /* S = Q K^T */
+                mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
                 probs(L + row0, nr, nc, s, BC, 1);
-                copy_t(vb, nc, Dv, vt, BC);
                 zero(dp, nr * BC);
-                mm_acc(nr, ncp, Dv, dob, Dv, vt, BC, dp, BC); /* dP = dO V^T */
+                mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
+                       BC); /* dP = dO V^T */
                 dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
-                copy_pad(kb, nc, D, kp, Dp);
-                mm_acc(nr, Dp, nc, dp, BC, kp, Dp, dqa, Dp); /* dQ += dS K */
+                mm_acc(nr, D, nc, dp, BC, k + (bh * S + j0) * D, D, dqa, D); /* dQ += dS K */
             }
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t d = 0; d < D; d++)
-                    dq[(row0 + r) * D + d] += dqa[r * Dp + d];
+            for (int64_t x = 0; x < nr * D; x++)
+                dq[row0 * D + x] += dqa[x];
         }
     }
 
     if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
         const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
+        const qkv_real *qt = transposed(ctx, q, B * H, T, D); /* (B, H, D, tld(T)) */
+        const qkv_real *dot =
+            dk ? transposed(ctx, dout, B * H, T, Dv) : NULL; /* (B, H, Dv, tld(T)) */
+        if (!qt || (dk && !dot)) return false;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
         for (int64_t task = 0; task < tasks; task++) {
-            qkv_real *qt = scratch + (int64_t)thread_id() * per, *dot = qt + D * BR;
-            qkv_real *qp = dot + Dv * BR, *dop = qp + BR * Dp, *s = dop + BR * Dvp;
-            qkv_real *dp = s + BC * BR, *dka = dp + BC * BR, *dva = dka + BC * Dp;
+            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
+            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D;
             const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
             const int64_t nc = min64(BC, S - j0);
             const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
-            zero(dka, nc * Dp);
-            zero(dva, nc * Dvp);
+            zero(dka, nc * D);
+            zero(dva, nc * Dv);
             int64_t ilo, ihi;
             query_range(p, j0, nc, &ilo, &ihi);
             for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
-                const int64_t nr = min64(BR, T - i0), nrp = round_up(nr, W), row0 = bh * T + i0;
-                const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
-                copy_t(qb, nr, D, qt, BR);
+                const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
                 zero(s, nc * BR);
-                mm_acc(nc, nrp, D, kb, D, qt, BR, s, BR); /* S^T = K Q^T */
+                mm_acc(nc, nr, D, kb, D, qt + bh * D * tld(T) + i0, tld(T), s,
+                       BR); /* S^T = K Q^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
                 probs(L + row0, nr, nc, s, 1, BR);
-                if (dv) {
-                    copy_pad(dob, nr, Dv, dop, Dvp);
-                    mm_acc(nc, Dvp, nr, s, BR, dop, Dvp, dva, Dvp); /* dV += P^T dO */
-                }
+                if (dv) /* dV += P^T dO */
+                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
                 if (dk) {
-                    copy_t(dob, nr, Dv, dot, BR);
                     zero(dp, nc * BR);
-                    mm_acc(nc, nrp, Dv, vb, Dv, dot, BR, dp, BR); /* dP^T = V dO^T */
+                    mm_acc(nc, nr, Dv, vb, Dv, dot + bh * Dv * tld(T) + i0, tld(T), dp,
+                           BR); /* dP^T */
                     dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
-                    copy_pad(qb, nr, D, qp, Dp);
-                    mm_acc(nc, Dp, nr, dp, BR, qp, Dp, dka, Dp); /* dK += dS^T Q */
+                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D); /* dK += dS^T Q */
                 }
             }
-            for (int64_t c = 0; c < nc; c++) {
-                if (dk)
-                    for (int64_t d = 0; d < D; d++)
-                        dk[(bh * S + j0 + c) * D + d] += dka[c * Dp + d];
-                if (dv)
-                    for (int64_t d = 0; d < Dv; d++)
-                        dv[(bh * S + j0 + c) * Dv + d] += dva[c * Dvp + d];
-            }
+            for (int64_t x = 0; dk && x < nc * D; x++)
+                dk[(bh * S + j0) * D + x] += dka[x];
+            for (int64_t x = 0; dv && x < nc * Dv; x++)
+                dv[(bh * S + j0) * Dv + x] += dva[x];
         }
     }
     return true;

@@ -17,10 +17,10 @@
  *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
  *
  * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
- * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, Q^T, dO^T
- * for the backward: O(B H T D), one pass each instead of a transpose per pair of blocks) and one
- * set of tiles per thread (BR x BC scores, accumulators); all of it comes from the arena before
- * the parallel regions.
+ * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, then Q^T,
+ * dO^T in the same place for the backward: O(B H T D), one pass each instead of a transpose per
+ * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it comes
+ * from the arena before the parallel regions.
  *
  * Every tile product goes through mm_acc, a register-blocked micro-kernel that vectorises along
  * contiguous column chunks.
@@ -111,13 +111,11 @@ static inline int64_t tld(int64_t N) {
     return (N + 15) / 16 * 16 + 16;
 }
 
-/* x (BH, N, C) -> (BH, C, tld(N)): the right-hand operand of a product contracting over C
- * (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read. */
-static const qkv_real *transposed(qkv_ctx *ctx, const qkv_real *x, int64_t BH, int64_t N,
-                                  int64_t C) {
+/* y (BH, C, tld(N)) = x (BH, N, C) transposed: the right-hand operand of a product contracting
+ * over C (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read.
+ * Returns y + BH C tld(N), where the next layout may go. */
+static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, int64_t BH, int64_t N, int64_t C) {
     const int64_t nb = ceil_div(N, BR), ld = tld(N);
-    qkv_real *y = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(BH * C * ld));
-    if (!y) return NULL;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (BH * N * C > GRAIN)
 #endif
@@ -129,7 +127,7 @@ static const qkv_real *transposed(qkv_ctx *ctx, const qkv_real *x, int64_t BH, i
             for (int64_t n = n0; n < n1; n++)
                 dst[cc * ld + n] = src[n * C + cc];
     }
-    return y;
+    return y + BH * C * ld;
 }
 
 /* Whether the causal / window rules allow every pair of the tile and no per-element mask is set
@@ -210,11 +208,12 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
     const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-    const qkv_real *kt = transposed(ctx, k, B * H, S, D); /* (B, H, D, tld(S)) */
+    qkv_real *kt = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * D * tld(S)));
     /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR) */
     const int64_t per = BR * BC + BR * Dv + 2 * BR;
     qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
     if (!kt || !scratch) return false;
+    transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
 #ifdef QKV_WITH_OPENMP
@@ -319,7 +318,10 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
      *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv) */
     const int64_t per = 2 * BR * BC + max64(BR * D, BC * (D + Dv));
     qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
-    if (!Dd || !scratch) return false;
+    /* Transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place. */
+    const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
+    qkv_real *lay = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * max64(lay1, lay2)));
+    if (!Dd || !scratch || !lay) return false;
     qkv_real *L = Dd + rows;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (rows * Dv > GRAIN)
@@ -334,9 +336,8 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 
     if (dq) { /* pass 1: dQ by query blocks */
         const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-        const qkv_real *kt = transposed(ctx, k, B * H, S, D);  /* (B, H, D, tld(S)) */
-        const qkv_real *vt = transposed(ctx, v, B * H, S, Dv); /* (B, H, Dv, tld(S)) */
-        if (!kt || !vt) return false;
+        qkv_real *kt = lay, *vt = transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
+        transpose_into(vt, v, B * H, S, Dv);                          /* (B, H, Dv, tld(S)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
@@ -368,10 +369,8 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 
     if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
         const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
-        const qkv_real *qt = transposed(ctx, q, B * H, T, D); /* (B, H, D, tld(T)) */
-        const qkv_real *dot =
-            dk ? transposed(ctx, dout, B * H, T, Dv) : NULL; /* (B, H, Dv, tld(T)) */
-        if (!qt || (dk && !dot)) return false;
+        qkv_real *qt = lay, *dot = transpose_into(qt, q, B * H, T, D); /* (B, H, D, tld(T)) */
+        if (dk) transpose_into(dot, dout, B * H, T, Dv);               /* (B, H, Dv, tld(T)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif

@@ -416,6 +416,47 @@ TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
     tu_free(pad), tu_free(allowed);
 }
 
+TEST(sdpa_gradient_of_one_input_matches_the_full_backward) {
+    /* Only one of q, k, v requiring a gradient skips the other backward pass (or half of it);
+     * the gradient that is computed must equal the one from the full backward, bit for bit. */
+    const int64_t B = 1, H = 2, T = 70, S = 90, D = 5, Dv = 3;
+    const int64_t shp[3][4] = {{B, H, T, D}, {B, H, S, D}, {B, H, S, Dv}};
+    qkv_mask m = mask_all();
+    m.causal = true;
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_real *full[3] = {NULL, NULL, NULL};
+        for (int only = -1; only < 3; only++) { /* -1: all three */
+            qkv_ctx *ctx = ctx_with((qkv_kernels)kern);
+            qkv_tensor *in[3];
+            for (int x = 0; x < 3; x++) {
+                in[x] = qkv_tensor_new(ctx, QKV_REAL, 4, shp[x]);
+                tu_fill_uniform(in[x]->data, qkv_tensor_numel(in[x]), -1, 1, 40 + x);
+                if (only < 0 || only == x) qkv_tensor_requires_grad(in[x]);
+            }
+            qkv_tensor *o = qkv_sdpa(ctx, in[0], in[1], in[2], 0.5, &m, NULL);
+            qkv_tensor *dy = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, Dv});
+            tu_fill_uniform(dy->data, B * H * T * Dv, -1, 1, 44);
+            CHECK_OK(qkv_backward_from(ctx, o, dy));
+            for (int x = 0; x < 3 && qkv_ctx_status(ctx) == QKV_OK; x++) {
+                const int64_t n = qkv_tensor_numel(in[x]);
+                if (only < 0) {
+                    full[x] = copy_out(in[x]->grad, n);
+                } else if (only == x) {
+                    CHECK_MSG(in[x]->grad && full[x] &&
+                                  memcmp(in[x]->grad, full[x], sizeof(qkv_real) * (size_t)n) == 0,
+                              "%s kernels: gradient of input %d alone differs",
+                              kern ? "ref" : "fast", x);
+                } else {
+                    CHECK(in[x]->grad == NULL);
+                }
+            }
+            qkv_ctx_free(ctx);
+        }
+        for (int x = 0; x < 3; x++)
+            free(full[x]);
+    }
+}
+
 TEST(sdpa_zero_length_key_sequence_gives_zeros) {
     qkv_ctx *ctx = tu_ctx();
     qkv_tensor *q = qkv_tensor_zeros(ctx, QKV_REAL, 4, (int64_t[]){1, 2, 3, 4});

@@ -76,8 +76,12 @@ QKV_API qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_att
 /* Fused scaled-dot-product attention: softmax(q k^T * scale + alibi | mask) v, tiled over keys
  * with an online softmax (Milakov & Gimelshein 2018; Dao et al. 2022), so neither forward nor
  * backward stores a (T, S) matrix: memory is O(B H T D). Saves the row log-sum-exp.
- * q (B, H, T, D), k (B, H, S, D), v (B, H, S, Dv) -> (B, H, T, Dv).
- * alibi_slopes: NULL or H slopes m_h adding -m_h |i - j| to the scores (Press et al. 2022). */
+ * q (B, H, T, D), k (B, H, S, D), v (B, H, S, Dv) -> (B, H, T, Dv); strided views are fine.
+ * scale: any finite number (1 / sqrt(D) for the usual attention). mask: NULL (all allowed) or the
+ * rule above, with (i, j) absolute positions (causal is j <= i also when T != S); its tensors
+ * must stay valid until backward has run. A row with no allowed key gives o_i = 0 and zero
+ * gradients. alibi_slopes: NULL or H slopes m_h adding -m_h |i - j| to the scores (Press et al.
+ * 2022), copied by the call. Results do not depend on the thread count. */
 QKV_API qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
                              double scale, const qkv_mask *mask, const qkv_real *alibi_slopes);
 

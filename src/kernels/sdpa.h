@@ -1,0 +1,67 @@
+/*
+ * kernels/sdpa.h: kernel table of the fused scaled-dot-product attention (qkv_sdpa), the problem
+ * description both implementations share, and the mask rule every kernel follows.
+ *
+ *   s_ij = scale * q_i . k_j - m_h |i - j|          (the ALiBi term only with slopes)
+ *   o_i  = sum_j softmax_j(s_ij) v_j                 over the allowed j of row i
+ *   lse_i = log sum_j exp(s_ij)                      saved for backward; -inf when no j is allowed
+ *
+ * Two implementations with the same math: _ref (one row of scores at a time, double sums: the
+ * oracle) and _cpu (FlashAttention-2 tiling with an online softmax; never stores (T, S)).
+ */
+#ifndef QKV_KERNELS_SDPA_H
+#define QKV_KERNELS_SDPA_H
+
+#include "../core/internal.h"
+
+#include <math.h>
+
+/* One attention problem: geometry, scale, ALiBi slopes and the mask, all contiguous. */
+typedef struct qkv_sdpa_problem {
+    int64_t B, H, T, S, D, Dv;
+    double scale;
+    const qkv_real *alibi;             /* (H) slopes m_h, or NULL */
+    bool causal;                       /* j <= i */
+    int64_t window_left, window_right; /* i - left <= j <= i + right; < 0 = unlimited */
+    const int32_t *key_padding;        /* (B, S), nonzero = padded key; or NULL */
+    const int32_t *allowed;            /* (T, S) or (B, T, S), nonzero = may attend; or NULL */
+    int64_t allowed_bstride;           /* 0 for (T, S), T * S for (B, T, S) */
+} qkv_sdpa_problem;
+
+/* Whether query i of batch entry b may attend to key j: every active rule must allow it. This is
+ * the rule of qkv_mask_allows (ops/attention.h), restated on the problem's contiguous mask data. */
+static inline bool sdpa_allowed(const qkv_sdpa_problem *p, int64_t b, int64_t i, int64_t j) {
+    if (p->causal && j > i) return false;
+    if (p->window_left >= 0 && j < i - p->window_left) return false;
+    if (p->window_right >= 0 && j > i + p->window_right) return false;
+    if (p->key_padding && p->key_padding[b * p->S + j]) return false;
+    if (p->allowed && !p->allowed[b * p->allowed_bstride + i * p->S + j]) return false;
+    return true;
+}
+
+/* The ALiBi term m_h |i - j| (0 without slopes). */
+static inline double sdpa_alibi(const qkv_sdpa_problem *p, int64_t h, int64_t i, int64_t j) {
+    return p->alibi ? (double)p->alibi[h] * (double)(i > j ? i - j : j - i) : 0.0;
+}
+
+typedef struct qkv_sdpa_kernels {
+    /* o (B, H, T, Dv) and lse (B, H, T) from q (B, H, T, D), k (B, H, S, D), v (B, H, S, Dv).
+     * A row with no allowed key gets o = 0 and lse = -inf. Scratch comes from ctx's arena;
+     * returns false (with the context's error set) when it cannot be had. */
+    bool (*fwd)(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, qkv_real *o, qkv_real *lse);
+    /* dq (B, H, T, D), dk (B, H, S, D), dv (B, H, S, Dv) += the gradients of sum(o * dout), given
+     * the forward's o and lse. Any of dq, dk, dv may be NULL (not needed). */
+    bool (*bwd)(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
+                qkv_real *dq, qkv_real *dk, qkv_real *dv);
+} qkv_sdpa_kernels;
+
+extern const qkv_sdpa_kernels qkv_sdpa_ref;
+extern const qkv_sdpa_kernels qkv_sdpa_cpu;
+
+static inline const qkv_sdpa_kernels *qkv_sdpa_kernels_for(const qkv_ctx *ctx) {
+    return ctx->kernels == QKV_KERNELS_REF ? &qkv_sdpa_ref : &qkv_sdpa_cpu;
+}
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * sdpa_cpu.c: fast fused scaled-dot-product attention on the CPU, after FlashAttention-2
+ * (Dao 2023) with the online softmax of Milakov & Gimelshein (2018).
+ *
+ * Forward: one task per (b, h, block of BR queries), handed to OpenMP threads. The task walks
+ * the key blocks of BC keys that its rows can see (blocks wholly outside the causal / window
+ * band are skipped untouched) and keeps, per row, the running max m, the running sum l and the
+ * unnormalised output acc:
+ *   S = Q K^T scale - alibi (masked = -inf),  m' = max(m, rowmax S),  P = exp(S - m'),
+ *   l = l e^(m - m') + rowsum P,  acc = acc e^(m - m') + P V;   at the end o = acc / l and
+ *   lse = m + log l (-inf and o = 0 for a row with no allowed key).
+ *
+ * Backward (FlashAttention-2, recomputing P = exp(S - lse) tile by tile), with D_i = dO_i.O_i
+ * and dS = P (dO V^T - D) scale, in two passes so that every output element is summed by one
+ * thread in a fixed order (no atomics: the result does not depend on the thread count):
+ *   pass 1, one task per query block:  dQ += dS K;
+ *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
+ *
+ * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
+ * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, then Q^T,
+ * dO^T in the same place for the backward: O(B H T D), one pass each instead of a transpose per
+ * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it comes
+ * from the arena before the parallel regions.
+ *
+ * Every tile product goes through mm_acc, a register-blocked micro-kernel that vectorises along
+ * contiguous column chunks.
+ */
+#include "sdpa.h"
+
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
+
+#define BR 64       /* queries per block */
+#define BC 64       /* keys per block */
+#define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
+/* Width of mm_acc's register-blocked column chunks: 8 SSE registers of sums in float, 4 in
+ * double (the fastest widths for x86-64 -O2 with GCC 12). */
+#ifdef QKV_DOUBLE
+#define W 8
+#else
+#define W 32
+#endif
+
+static inline int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static inline int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+static inline int64_t ceil_div(int64_t n, int64_t m) {
+    return (n + m - 1) / m;
+}
+
+static inline qkv_real rexp(qkv_real x) {
+#ifdef QKV_DOUBLE
+    return exp(x);
+#else
+    return expf(x);
+#endif
+}
+
+static void zero(qkv_real *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = 0;
+}
+
+/* One chunk of mm_acc: c[0:width] += sum_x a[x] b[x][0:width]. With width a constant after
+ * inlining, the loop unrolls fully and the sums stay in vector registers while x runs. */
+#if defined(__GNUC__)
+#define SDPA_INLINE inline __attribute__((always_inline))
+#else
+#define SDPA_INLINE inline
+#endif
+static SDPA_INLINE void mm_chunk(int width, int64_t kk, const qkv_real *restrict a,
+                                 const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c) {
+    qkv_real acc[W];
+    for (int w = 0; w < width; w++)
+        acc[w] = c[w];
+    for (int64_t x = 0; x < kk; x++) {
+        const qkv_real ax = a[x];
+        const qkv_real *restrict bx = b + x * ldb;
+#pragma GCC unroll 32
+        for (int w = 0; w < width; w++)
+            acc[w] += ax * bx[w];
+    }
+    for (int w = 0; w < width; w++)
+        c[w] = acc[w];
+}
+
+/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m. Columns go in chunks of W, then of 4,
+ * then one by one; every element is summed in x order whatever its chunk. */
+static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
+                   const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
+    for (int64_t r = 0; r < m; r++) {
+        const qkv_real *ar = a + r * lda;
+        qkv_real *cr = c + r * ldc;
+        int64_t c0 = 0;
+        for (; c0 + W <= n; c0 += W)
+            mm_chunk(W, kk, ar, b + c0, ldb, cr + c0);
+        for (; c0 + 4 <= n; c0 += 4)
+            mm_chunk(4, kk, ar, b + c0, ldb, cr + c0);
+        for (; c0 < n; c0++)
+            mm_chunk(1, kk, ar, b + c0, ldb, cr + c0);
+    }
+}
+
+/* Leading dimension of a transposed layout with rows of N: padded so that the rows a tile
+ * product walks down are never a power-of-two apart (which maps them all to a few cache sets). */
+static inline int64_t tld(int64_t N) {
+    return (N + 15) / 16 * 16 + 16;
+}
+
+/* y (BH, C, tld(N)) = x (BH, N, C) transposed: the right-hand operand of a product contracting
+ * over C (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read.
+ * Returns y + BH C tld(N), where the next layout may go. */
+static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, int64_t BH, int64_t N, int64_t C) {
+    const int64_t nb = ceil_div(N, BR), ld = tld(N);
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (BH * N * C > GRAIN)
+#endif
+    for (int64_t task = 0; task < BH * nb; task++) { /* blocks of BR rows of x */
+        const int64_t bh = task / nb, n0 = task % nb * BR, n1 = min64(n0 + BR, N);
+        const qkv_real *src = x + bh * N * C;
+        qkv_real *dst = y + bh * C * ld;
+        for (int64_t cc = 0; cc < C; cc++)
+            for (int64_t n = n0; n < n1; n++)
+                dst[cc * ld + n] = src[n * C + cc];
+    }
+    return y + BH * C * ld;
+}
+
+/* Whether the causal / window rules allow every pair of the tile and no per-element mask is set
+ * (then the tile needs no per-element test). */
+static bool tile_all_allowed(const qkv_sdpa_problem *p, int64_t i0, int64_t ni, int64_t j0,
+                             int64_t nj) {
+    if (p->key_padding || p->allowed) return false;
+    const int64_t i1 = i0 + ni - 1, j1 = j0 + nj - 1;
+    if (p->causal && j1 > i0) return false;
+    if (p->window_left >= 0 && j0 < i1 - p->window_left) return false;
+    if (p->window_right >= 0 && j1 > i0 + p->window_right) return false;
+    return true;
+}
+
+/* Key range [*lo, *hi) that queries [i0, i0 + ni) may see under the causal / window rules. */
+static void key_range(const qkv_sdpa_problem *p, int64_t i0, int64_t ni, int64_t *lo, int64_t *hi) {
+    *lo = 0;
+    *hi = p->S;
+    if (p->window_left >= 0) *lo = max64(*lo, i0 - p->window_left);
+    if (p->causal) *hi = min64(*hi, i0 + ni);
+    if (p->window_right >= 0) *hi = min64(*hi, i0 + ni + p->window_right);
+}
+
+/* Query range [*lo, *hi) that may see keys [j0, j0 + nj). */
+static void query_range(const qkv_sdpa_problem *p, int64_t j0, int64_t nj, int64_t *lo,
+                        int64_t *hi) {
+    *lo = 0;
+    *hi = p->T;
+    if (p->causal) *lo = max64(*lo, j0);
+    if (p->window_right >= 0) *lo = max64(*lo, j0 - p->window_right);
+    if (p->window_left >= 0) *hi = min64(*hi, j0 + nj + p->window_left);
+}
+
+/* Turn the dot products of a tile into scores: s = scale s - m_h |i - j| where allowed, -inf
+ * elsewhere. The tile holds queries [i0, i0 + ni) and keys [j0, j0 + nj); element (i, j) sits at
+ * s[(i - i0) si + (j - j0) sj]. */
+static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t ni,
+                          int64_t j0, int64_t nj, qkv_real *s, int64_t si, int64_t sj) {
+    const qkv_real scale = (qkv_real)p->scale, slope = p->alibi ? p->alibi[h] : 0;
+    const bool all = tile_all_allowed(p, i0, ni, j0, nj);
+    for (int64_t r = 0; r < ni; r++) {
+        const int64_t i = i0 + r;
+        qkv_real *row = s + r * si;
+        if (all && !p->alibi) {
+            for (int64_t c = 0; c < nj; c++)
+                row[c * sj] *= scale;
+            continue;
+        }
+        for (int64_t c = 0; c < nj; c++) {
+            const int64_t j = j0 + c;
+            qkv_real x = scale * row[c * sj];
+            if (p->alibi) x -= slope * (qkv_real)(i > j ? i - j : j - i);
+            if (!all && !sdpa_allowed(p, b, i, j)) x = (qkv_real)-INFINITY;
+            row[c * sj] = x;
+        }
+    }
+}
+
+static int max_threads(void) {
+#ifdef QKV_WITH_OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_id(void) {
+#ifdef QKV_WITH_OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* ---- forward -------------------------------------------------------------------------------- */
+
+static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, qkv_real *o, qkv_real *lse) {
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+    qkv_real *kt = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * D * tld(S)));
+    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR) */
+    const int64_t per = BR * BC + BR * Dv + 2 * BR;
+    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
+    if (!kt || !scratch) return false;
+    transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
+    const bool par = B * H * T * S * (D + Dv) > GRAIN;
+    (void)par;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par) /* round-robin: balances causal bands */
+#endif
+    for (int64_t task = 0; task < tasks; task++) {
+        qkv_real *s = scratch + (int64_t)thread_id() * per, *acc = s + BR * BC;
+        qkv_real *m = acc + BR * Dv, *l = m + BR;
+        const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
+        const int64_t nr = min64(BR, T - i0);
+        const qkv_real *qb = q + (bh * T + i0) * D;
+        for (int64_t r = 0; r < nr; r++) {
+            m[r] = (qkv_real)-INFINITY;
+            l[r] = 0;
+        }
+        zero(acc, nr * Dv);
+        int64_t jlo, jhi;
+        key_range(p, i0, nr, &jlo, &jhi);
+        for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
+            const int64_t nc = min64(BC, S - j0);
+            zero(s, nr * BC);
+            mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+            finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+            for (int64_t r = 0; r < nr; r++) { /* online softmax: P = exp(S - m'), rescale */
+                qkv_real *row = s + r * BC;
+                qkv_real mx = m[r];
+                for (int64_t c = 0; c < nc; c++)
+                    mx = row[c] > mx ? row[c] : mx;
+                if (mx == (qkv_real)-INFINITY) { /* nothing allowed yet in this row */
+                    zero(row, nc);
+                    continue;
+                }
+                qkv_real sum = 0;
+                for (int64_t c = 0; c < nc; c++)
+                    sum += row[c] = rexp(row[c] - mx);
+                if (mx != m[r]) {
+                    const qkv_real alpha = rexp(m[r] - mx); /* 0 while m = -inf */
+                    l[r] *= alpha;
+                    for (int64_t d = 0; d < Dv; d++)
+                        acc[r * Dv + d] *= alpha;
+                    m[r] = mx;
+                }
+                l[r] += sum;
+            }
+            mm_acc(nr, Dv, nc, s, BC, v + (bh * S + j0) * Dv, Dv, acc, Dv); /* acc += P V */
+        }
+        for (int64_t r = 0; r < nr; r++) {
+            qkv_real *orow = o + (bh * T + i0 + r) * Dv;
+            if (l[r] == 0) { /* no allowed key */
+                zero(orow, Dv);
+                lse[bh * T + i0 + r] = (qkv_real)-INFINITY;
+                continue;
+            }
+            const qkv_real inv = 1 / l[r];
+            for (int64_t d = 0; d < Dv; d++)
+                orow[d] = acc[r * Dv + d] * inv;
+            lse[bh * T + i0 + r] = m[r] + (qkv_real)log((double)l[r]);
+        }
+    }
+    return true;
+}
+
+/* ---- backward ------------------------------------------------------------------------------- */
+
+/* P = exp(S - lse_i) over a tile of ni queries and nj keys (element (i, j) at
+ * s[(i - i0) si + (j - j0) sj], one of si, sj being 1); L holds the lse of rows i0 .. with 0 in
+ * place of -inf (such a row has only -inf scores, so P = 0 there). */
+static void probs(const qkv_real *L, int64_t ni, int64_t nj, qkv_real *s, int64_t si, int64_t sj) {
+    if (si == 1) /* transposed tile: queries run along the contiguous dimension */
+        for (int64_t c = 0; c < nj; c++)
+            for (int64_t r = 0; r < ni; r++)
+                s[r + c * sj] = rexp(s[r + c * sj] - L[r]);
+    else
+        for (int64_t r = 0; r < ni; r++)
+            for (int64_t c = 0; c < nj; c++)
+                s[r * si + c] = rexp(s[r * si + c] - L[r]);
+}
+
+/* dS = P (dP - D_i) scale, in place of dP, over the same tile layout as probs. */
+static void dscores(const qkv_real *Di, qkv_real scale, int64_t ni, int64_t nj, const qkv_real *P,
+                    qkv_real *dp, int64_t si, int64_t sj) {
+    if (si == 1) /* transposed tile */
+        for (int64_t c = 0; c < nj; c++)
+            for (int64_t r = 0; r < ni; r++)
+                dp[r + c * sj] = P[r + c * sj] * (dp[r + c * sj] - Di[r]) * scale;
+    else
+        for (int64_t r = 0; r < ni; r++)
+            for (int64_t c = 0; c < nj; c++)
+                dp[r * si + c] = P[r * si + c] * (dp[r * si + c] - Di[r]) * scale;
+}
+
+static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
+                qkv_real *dq, qkv_real *dk, qkv_real *dv) {
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv, rows = B * H * T;
+    const qkv_real scale = (qkv_real)p->scale;
+    const bool par = B * H * T * S * (D + Dv) > GRAIN;
+    (void)par;
+    /* Per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys). */
+    qkv_real *Dd = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(2 * rows + 1));
+    /* per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
+     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv) */
+    const int64_t per = 2 * BR * BC + max64(BR * D, BC * (D + Dv));
+    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
+    /* Transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place. */
+    const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
+    qkv_real *lay = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * max64(lay1, lay2)));
+    if (!Dd || !scratch || !lay) return false;
+    qkv_real *L = Dd + rows;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (rows * Dv > GRAIN)
+#endif
+    for (int64_t x = 0; x < rows; x++) {
+        qkv_real t = 0;
+        for (int64_t d = 0; d < Dv; d++)
+            t += dout[x * Dv + d] * o[x * Dv + d];
+        Dd[x] = t;
+        L[x] = lse[x] == (qkv_real)-INFINITY ? 0 : lse[x];
+    }
+
+    if (dq) { /* pass 1: dQ by query blocks */
+        const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+        qkv_real *kt = lay, *vt = transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
+        transpose_into(vt, v, B * H, S, Dv);                          /* (B, H, Dv, tld(S)) */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par)
+#endif
+        for (int64_t task = 0; task < tasks; task++) {
+            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
+            qkv_real *dqa = dp + BR * BC;
+            const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
+            const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
+            const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
+            zero(dqa, nr * D);
+            int64_t jlo, jhi;
+            key_range(p, i0, nr, &jlo, &jhi);
+            for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
+                const int64_t nc = min64(BC, S - j0);
+                zero(s, nr * BC);
+                mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+                finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+                probs(L + row0, nr, nc, s, BC, 1);
+                zero(dp, nr * BC);
+                mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
+                       BC); /* dP = dO V^T */
+                dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
+                mm_acc(nr, D, nc, dp, BC, k + (bh * S + j0) * D, D, dqa, D); /* dQ += dS K */
+            }
+            for (int64_t x = 0; x < nr * D; x++)
+                dq[row0 * D + x] += dqa[x];
+        }
+    }
+
+    if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
+        const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
+        qkv_real *qt = lay, *dot = transpose_into(qt, q, B * H, T, D); /* (B, H, D, tld(T)) */
+        if (dk) transpose_into(dot, dout, B * H, T, Dv);               /* (B, H, Dv, tld(T)) */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par)
+#endif
+        for (int64_t task = 0; task < tasks; task++) {
+            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
+            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D;
+            const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
+            const int64_t nc = min64(BC, S - j0);
+            const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
+            zero(dka, nc * D);
+            zero(dva, nc * Dv);
+            int64_t ilo, ihi;
+            query_range(p, j0, nc, &ilo, &ihi);
+            for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
+                const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
+                zero(s, nc * BR);
+                mm_acc(nc, nr, D, kb, D, qt + bh * D * tld(T) + i0, tld(T), s,
+                       BR); /* S^T = K Q^T */
+                finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
+                probs(L + row0, nr, nc, s, 1, BR);
+                if (dv) /* dV += P^T dO */
+                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+                if (dk) {
+                    zero(dp, nc * BR);
+                    mm_acc(nc, nr, Dv, vb, Dv, dot + bh * Dv * tld(T) + i0, tld(T), dp,
+                           BR); /* dP^T */
+                    dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
+                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D); /* dK += dS^T Q */
+                }
+            }
+            for (int64_t x = 0; dk && x < nc * D; x++)
+                dk[(bh * S + j0) * D + x] += dka[x];
+            for (int64_t x = 0; dv && x < nc * Dv; x++)
+                dv[(bh * S + j0) * Dv + x] += dva[x];
+        }
+    }
+    return true;
+}
+
+const qkv_sdpa_kernels qkv_sdpa_cpu = {fwd, bwd};

@@ -1,0 +1,132 @@
+/*
+ * sdpa_ref.c: the reference (oracle) scaled-dot-product attention kernels. Plain loops, one row
+ * of S scores at a time, every sum in double; never optimised.
+ *
+ * Forward, per row i:  s_j = scale q_i.k_j - m_h |i - j| (allowed j), p_j = softmax_j(s_j),
+ *                      o_i = sum_j p_j v_j, lse_i = log sum_j exp(s_j).
+ * Backward, per row i (the row's softmax is recomputed from q and k, not read from lse):
+ *   dp_j = dO_i.v_j,  D_i = sum_j p_j dp_j,  ds_j = p_j (dp_j - D_i),
+ *   dq_i += scale sum_j ds_j k_j,  dk_j += scale ds_j q_i,  dv_j += p_j dO_i.
+ */
+#include "sdpa.h"
+
+/* Scores of row (b, h, i) into s[0:S] (-inf where not allowed); returns their max (-inf when the
+ * row has no allowed key). */
+static double row_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t i,
+                         const qkv_real *qi, const qkv_real *kbh, double *s) {
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < p->S; j++) {
+        if (!sdpa_allowed(p, b, i, j)) {
+            s[j] = -INFINITY;
+            continue;
+        }
+        double dot = 0;
+        for (int64_t d = 0; d < p->D; d++)
+            dot += (double)qi[d] * (double)kbh[j * p->D + d];
+        s[j] = p->scale * dot - sdpa_alibi(p, h, i, j);
+        if (s[j] > mx) mx = s[j];
+    }
+    return mx;
+}
+
+/* s[j] <- softmax weights exp(s_j - mx) / sum (0 where not allowed); returns the sum. */
+static double row_softmax(int64_t S, double mx, double *s) {
+    double sum = 0;
+    for (int64_t j = 0; j < S; j++)
+        sum += s[j] = exp(s[j] - mx);
+    for (int64_t j = 0; j < S; j++)
+        s[j] /= sum;
+    return sum;
+}
+
+static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, qkv_real *o, qkv_real *lse) {
+    const int64_t T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(S + Dv));
+    if (!s) return false;
+    double *acc = s + S;
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->H; h++) {
+            const int64_t bh = b * p->H + h;
+            const qkv_real *kbh = k + bh * S * D, *vbh = v + bh * S * Dv;
+            for (int64_t i = 0; i < T; i++) {
+                const qkv_real *qi = q + (bh * T + i) * D;
+                qkv_real *oi = o + (bh * T + i) * Dv;
+                const double mx = row_scores(p, b, h, i, qi, kbh, s);
+                if (mx == -INFINITY) { /* no allowed key: zero output, lse = -inf */
+                    for (int64_t d = 0; d < Dv; d++)
+                        oi[d] = 0;
+                    lse[bh * T + i] = (qkv_real)-INFINITY;
+                    continue;
+                }
+                const double sum = row_softmax(S, mx, s);
+                for (int64_t d = 0; d < Dv; d++)
+                    acc[d] = 0;
+                for (int64_t j = 0; j < S; j++)
+                    for (int64_t d = 0; d < Dv; d++)
+                        acc[d] += s[j] * (double)vbh[j * Dv + d];
+                for (int64_t d = 0; d < Dv; d++)
+                    oi[d] = (qkv_real)acc[d];
+                lse[bh * T + i] = (qkv_real)(mx + log(sum));
+            }
+        }
+    return true;
+}
+
+static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
+                const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
+                qkv_real *dq, qkv_real *dk, qkv_real *dv) {
+    (void)o, (void)lse; /* the oracle recomputes the softmax itself */
+    const int64_t T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    /* s (S), dp (S), dq_i (D), and the (S, D) / (S, Dv) key gradients of one (b, h) in double */
+    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(2 * S + D + S * D + S * Dv));
+    if (!s) return false;
+    double *dp = s + S, *dqi = dp + S, *dkbh = dqi + D, *dvbh = dkbh + S * D;
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->H; h++) {
+            const int64_t bh = b * p->H + h;
+            const qkv_real *kbh = k + bh * S * D, *vbh = v + bh * S * Dv;
+            for (int64_t x = 0; x < S * D; x++)
+                dkbh[x] = 0;
+            for (int64_t x = 0; x < S * Dv; x++)
+                dvbh[x] = 0;
+            for (int64_t i = 0; i < T; i++) {
+                const qkv_real *qi = q + (bh * T + i) * D, *doi = dout + (bh * T + i) * Dv;
+                const double mx = row_scores(p, b, h, i, qi, kbh, s);
+                if (mx == -INFINITY) continue; /* no allowed key: no gradient flows */
+                row_softmax(S, mx, s);
+                double Di = 0;
+                for (int64_t j = 0; j < S; j++) {
+                    double t = 0;
+                    for (int64_t d = 0; d < Dv; d++)
+                        t += (double)doi[d] * (double)vbh[j * Dv + d];
+                    dp[j] = t;
+                    Di += s[j] * t;
+                }
+                for (int64_t d = 0; d < D; d++)
+                    dqi[d] = 0;
+                for (int64_t j = 0; j < S; j++) {
+                    if (s[j] == 0) continue; /* masked (or underflowed): contributes nothing */
+                    const double ds = p->scale * s[j] * (dp[j] - Di);
+                    for (int64_t d = 0; d < D; d++) {
+                        dqi[d] += ds * (double)kbh[j * D + d];
+                        dkbh[j * D + d] += ds * (double)qi[d];
+                    }
+                    for (int64_t d = 0; d < Dv; d++)
+                        dvbh[j * Dv + d] += s[j] * (double)doi[d];
+                }
+                if (dq)
+                    for (int64_t d = 0; d < D; d++)
+                        dq[(bh * T + i) * D + d] += (qkv_real)dqi[d];
+            }
+            if (dk)
+                for (int64_t x = 0; x < S * D; x++)
+                    dk[bh * S * D + x] += (qkv_real)dkbh[x];
+            if (dv)
+                for (int64_t x = 0; x < S * Dv; x++)
+                    dv[bh * S * Dv + x] += (qkv_real)dvbh[x];
+        }
+    return true;
+}
+
+const qkv_sdpa_kernels qkv_sdpa_ref = {fwd, bwd};

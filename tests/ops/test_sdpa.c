@@ -1,0 +1,719 @@
+/*
+ * test_sdpa.c: fused scaled-dot-product attention (qkv_sdpa).
+ *
+ * Closed forms (identical keys average the allowed values, one key returns its value, ALiBi and
+ * hand-computed weights), the fast tiled kernel against the reference kernel forward and backward
+ * over odd shapes x every mask kind x ALiBi, bit-identity across thread counts, fully masked rows,
+ * finite-difference gradients, strided inputs, bad arguments, and O(T) memory.
+ */
+#include "testutil.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SDPA_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SDPA_SANITIZED 1
+#endif
+#endif
+
+/* The mask that allows everything (qkv_mask_none() lives with the unfused ops). */
+static qkv_mask mask_all(void) {
+    qkv_mask m;
+    memset(&m, 0, sizeof m);
+    m.window_left = m.window_right = -1;
+    return m;
+}
+
+/* The mask rule restated independently of the library, for the closed forms. */
+static bool allows(const qkv_mask *m, int64_t b, int64_t i, int64_t j) {
+    if (!m) return true;
+    if (m->causal && j > i) return false;
+    if (m->window_left >= 0 && j < i - m->window_left) return false;
+    if (m->window_right >= 0 && j > i + m->window_right) return false;
+    if (m->key_padding) {
+        const int64_t S = m->key_padding->shape[1];
+        if (((const int32_t *)m->key_padding->data)[b * S + j]) return false;
+    }
+    if (m->allowed) {
+        const qkv_tensor *a = m->allowed;
+        const int64_t T = a->shape[a->ndim - 2], S = a->shape[a->ndim - 1];
+        if (!((const int32_t *)a->data)[(a->ndim == 3 ? b * T * S : 0) + i * S + j]) return false;
+    }
+    return true;
+}
+
+static bool all_finite(const qkv_real *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite((double)x[i])) return false;
+    return true;
+}
+
+static qkv_ctx *ctx_with(qkv_kernels kernels) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_ctx_set_kernels(ctx, kernels);
+    return ctx;
+}
+
+/* ---- one forward + backward run ------------------------------------------------------------ */
+
+typedef struct {
+    int64_t B, H, T, S, D, Dv;
+    double scale;
+    const qkv_mask *mask;
+    const qkv_real *alibi;
+    uint64_t seed;
+} sdpa_case;
+
+typedef struct {
+    qkv_real *o, *dq, *dk, *dv; /* malloc'd copies */
+    int64_t no, nq, nk, nv;
+} sdpa_result;
+
+static void result_free(sdpa_result *r) {
+    free(r->o), free(r->dq), free(r->dk), free(r->dv);
+    memset(r, 0, sizeof *r);
+}
+
+static qkv_real *copy_out(const void *src, int64_t n) {
+    qkv_real *x = malloc(sizeof(qkv_real) * (size_t)(n ? n : 1));
+    if (src)
+        memcpy(x, src, sizeof(qkv_real) * (size_t)n);
+    else
+        memset(x, 0, sizeof(qkv_real) * (size_t)(n ? n : 1));
+    return x;
+}
+
+/* o = sdpa(q, k, v) and the gradients of sum(o * dy) with random q, k, v, dy from c->seed, on the
+ * given kernel set and thread count (0: keep the current one). False when the op failed. */
+static bool run_case(const sdpa_case *c, qkv_kernels kernels, int threads, sdpa_result *r) {
+    const int saved = qkv_get_num_threads();
+    if (threads > 0) qkv_set_num_threads(threads);
+    qkv_ctx *ctx = ctx_with(kernels);
+    const int64_t qs[4] = {c->B, c->H, c->T, c->D}, ks[4] = {c->B, c->H, c->S, c->D};
+    const int64_t vs[4] = {c->B, c->H, c->S, c->Dv}, os[4] = {c->B, c->H, c->T, c->Dv};
+    qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, qs), *k = qkv_tensor_new(ctx, QKV_REAL, 4, ks);
+    qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, vs),
+               *dy = qkv_tensor_new(ctx, QKV_REAL, 4, os);
+    tu_fill_uniform(q->data, qkv_tensor_numel(q), -2, 2, c->seed);
+    tu_fill_uniform(k->data, qkv_tensor_numel(k), -2, 2, c->seed + 1);
+    tu_fill_uniform(v->data, qkv_tensor_numel(v), -1, 1, c->seed + 2);
+    tu_fill_uniform(dy->data, qkv_tensor_numel(dy), -1, 1, c->seed + 3);
+    qkv_tensor_requires_grad(q);
+    qkv_tensor_requires_grad(k);
+    qkv_tensor_requires_grad(v);
+    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, c->scale, c->mask, c->alibi);
+    bool ok = o && qkv_backward_from(ctx, o, dy) == QKV_OK;
+    if (ok) {
+        r->no = qkv_tensor_numel(o), r->nq = qkv_tensor_numel(q);
+        r->nk = qkv_tensor_numel(k), r->nv = qkv_tensor_numel(v);
+        r->o = copy_out(o->data, r->no), r->dq = copy_out(q->grad, r->nq);
+        r->dk = copy_out(k->grad, r->nk), r->dv = copy_out(v->grad, r->nv);
+    } else {
+        qkv_test_fail(__FILE__, __LINE__, "sdpa run failed: %s", qkv_last_error());
+    }
+    qkv_ctx_free(ctx);
+    qkv_set_num_threads(saved);
+    return ok;
+}
+
+/* ---- closed forms --------------------------------------------------------------------------- */
+
+TEST(sdpa_hand_computed_weights_and_alibi_sign) {
+    /* q = 1, k = (0, ln 3), scale 1: weights (1/4, 3/4), v = (4, 8) -> o = 7. With an ALiBi slope
+     * of ln 3 the second score drops by ln 3 |0 - 1|: weights (1/2, 1/2) -> o = 6. */
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_ctx *ctx = ctx_with((qkv_kernels)kern);
+        qkv_tensor *q = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 1, 1}, (qkv_real[]){1});
+        qkv_tensor *k = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 2, 1},
+                                        (qkv_real[]){0, (qkv_real)log(3.0)});
+        qkv_tensor *v =
+            qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 2, 1}, (qkv_real[]){4, 8});
+        qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 1.0, NULL, NULL);
+        CHECK(o && o->ndim == 4 && o->shape[2] == 1 && o->shape[3] == 1);
+        if (o) CHECK_NEAR(((qkv_real *)o->data)[0], 7.0, 1e-5);
+        const qkv_real slope[1] = {(qkv_real)log(3.0)};
+        o = qkv_sdpa(ctx, q, k, v, 1.0, NULL, slope);
+        if (o) CHECK_NEAR(((qkv_real *)o->data)[0], 6.0, 1e-5);
+        CHECK(qkv_ctx_status(ctx) == QKV_OK);
+        qkv_ctx_free(ctx);
+    }
+}
+
+/* Identical keys give every allowed key the same score, so o_i is the mean of the allowed v_j;
+ * with ALiBi the weights are exp(-m_h |i - j|) normalised over the allowed j. */
+static void identical_keys_case(int64_t B, int64_t H, int64_t T, int64_t S, const qkv_mask *mask,
+                                const qkv_real *alibi, qkv_kernels kern) {
+    const int64_t D = 3, Dv = 2;
+    qkv_ctx *ctx = ctx_with(kern);
+    qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, D});
+    qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, H, S, D});
+    qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, H, S, Dv});
+    tu_fill_uniform(q->data, qkv_tensor_numel(q), -1, 1, 11);
+    tu_fill_uniform(v->data, qkv_tensor_numel(v), -1, 1, 12);
+    qkv_real *kd = k->data;
+    for (int64_t x = 0; x < B * H * S; x++)
+        for (int64_t d = 0; d < D; d++)
+            kd[x * D + d] = (qkv_real)(0.3 * (double)d - 0.4);
+    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.7, mask, alibi);
+    CHECK(o != NULL);
+    if (!o) {
+        qkv_ctx_free(ctx);
+        return;
+    }
+    const qkv_real *od = o->data, *vd = v->data;
+    double worst = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t d = 0; d < Dv; d++) {
+                    double num = 0, den = 0;
+                    for (int64_t j = 0; j < S; j++) {
+                        if (!allows(mask, b, i, j)) continue;
+                        const double w = alibi ? exp(-(double)alibi[h] * fabs((double)(i - j))) : 1;
+                        num += w * (double)vd[((b * H + h) * S + j) * Dv + d];
+                        den += w;
+                    }
+                    const double want = den > 0 ? num / den : 0;
+                    worst = fmax(worst, fabs((double)od[((b * H + h) * T + i) * Dv + d] - want));
+                }
+    CHECK_MSG(worst <= (sizeof(qkv_real) == 4 ? 2e-6 : 1e-13),
+              "identical keys (%s kernels, T %lld, S %lld): off by %g", kern ? "ref" : "fast",
+              (long long)T, (long long)S, worst);
+    qkv_ctx_free(ctx);
+}
+
+TEST(sdpa_identical_keys_average_allowed_values) {
+    qkv_tensor *pad = tu_tensor(QKV_I32, 2, (int64_t[]){2, 150});
+    qkv_tensor *pad6 = tu_tensor(QKV_I32, 2, (int64_t[]){2, 6});
+    for (int64_t x = 0; x < 300; x++)
+        ((int32_t *)pad->data)[x] = x % 7 == 3; /* every 7th key */
+    for (int64_t x = 0; x < 12; x++)
+        ((int32_t *)pad6->data)[x] = x == 2 || x == 7;
+    const qkv_real slopes[2] = {(qkv_real)0.5, (qkv_real)0.125};
+    for (int kern = 0; kern < 2; kern++) {
+        const qkv_kernels kk = (qkv_kernels)kern;
+        qkv_mask m = mask_all();
+        identical_keys_case(2, 2, 5, 6, NULL, NULL, kk);
+        identical_keys_case(2, 2, 130, 150, NULL, NULL, kk); /* several tiles */
+        m.causal = true;
+        identical_keys_case(2, 2, 5, 6, &m, NULL, kk);
+        identical_keys_case(2, 2, 130, 150, &m, NULL, kk);
+        m.key_padding = pad6;
+        identical_keys_case(2, 2, 5, 6, &m, NULL, kk);
+        m.key_padding = pad;
+        identical_keys_case(2, 2, 130, 150, &m, slopes, kk);
+        m = mask_all();
+        m.window_left = 1;
+        m.window_right = 2;
+        identical_keys_case(1, 2, 9, 7, &m, NULL, kk);
+        identical_keys_case(1, 2, 140, 133, &m, slopes, kk);
+        identical_keys_case(1, 2, 70, 70, NULL, slopes, kk);
+    }
+    tu_free(pad), tu_free(pad6);
+}
+
+TEST(sdpa_single_key_and_causal_first_row_return_that_value) {
+    for (int kern = 0; kern < 2; kern++) {
+        /* S = 1: the softmax over one key is exactly 1, so every row returns v_0 exactly. */
+        sdpa_case c = {.B = 2, .H = 3, .T = 70, .S = 1, .D = 5, .Dv = 3, .scale = 0.9, .seed = 3};
+        sdpa_result r = {0};
+        if (run_case(&c, (qkv_kernels)kern, 0, &r)) {
+            qkv_real *v = malloc(sizeof(qkv_real) * 2 * 3 * 3); /* v as run_case drew it */
+            tu_fill_uniform(v, 18, -1, 1, c.seed + 2);
+            bool same = true;
+            for (int64_t bh = 0; bh < 6; bh++)
+                for (int64_t i = 0; i < 70; i++)
+                    for (int64_t d = 0; d < 3; d++)
+                        same = same && r.o[(bh * 70 + i) * 3 + d] == v[bh * 3 + d];
+            CHECK_MSG(same, "S = 1 (%s kernels): o != v_0", kern ? "ref" : "fast");
+            /* the weight is constant 1: no gradient reaches q or k */
+            bool zero = true;
+            for (int64_t x = 0; x < r.nq; x++)
+                zero = zero && r.dq[x] == 0;
+            for (int64_t x = 0; x < r.nk; x++)
+                zero = zero && r.dk[x] == 0;
+            CHECK(zero);
+            free(v);
+        }
+        result_free(&r);
+        /* causal: row 0 sees only key 0 */
+        qkv_mask m = mask_all();
+        m.causal = true;
+        c = (sdpa_case){
+            .B = 1, .H = 2, .T = 67, .S = 80, .D = 4, .Dv = 6, .scale = 0.5, .mask = &m, .seed = 8};
+        if (run_case(&c, (qkv_kernels)kern, 0, &r)) {
+            qkv_real *v = malloc(sizeof(qkv_real) * 2 * 80 * 6);
+            tu_fill_uniform(v, 2 * 80 * 6, -1, 1, c.seed + 2);
+            for (int64_t h = 0; h < 2; h++)
+                for (int64_t d = 0; d < 6; d++)
+                    CHECK(r.o[(h * 67) * 6 + d] == v[h * 80 * 6 + d]);
+            free(v);
+        }
+        result_free(&r);
+    }
+}
+
+/* ---- fast vs reference ---------------------------------------------------------------------- */
+
+enum { N_MASKS = 10 };
+
+/* Mask kind `kind` for geometry (B, T, S); tensors it needs are written to pad / allowed. */
+static const char *make_mask(int kind, int64_t B, int64_t T, int64_t S, qkv_mask *m,
+                             qkv_tensor **pad, qkv_tensor **allowed) {
+    *m = mask_all();
+    *pad = *allowed = NULL;
+    switch (kind) {
+    case 0:
+        return "none";
+    case 1:
+        m->causal = true;
+        return "causal";
+    case 2:
+        m->window_left = 5;
+        return "window left 5";
+    case 3: /* the band's edges fall on tile edges: row 64 still sees key 63, row 63 key 64 */
+        m->window_left = 1, m->window_right = 1;
+        return "window 1/1";
+    case 4: /* row 128 still sees key 63 */
+        m->window_left = 65, m->window_right = 0;
+        return "window 65/0";
+    case 5:
+        m->window_right = 3;
+        return "window right 3";
+    case 6: /* key padding: batch 0 pads a few keys, batch 1 (if any) pads every key */
+        *pad = tu_tensor(QKV_I32, 2, (int64_t[]){B, S});
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < S; j++)
+                ((int32_t *)(*pad)->data)[b * S + j] = b == 1 || j % 5 == 2;
+        m->key_padding = *pad;
+        return "key padding";
+    case 7: /* a (T, S) graph with one empty row */
+        *allowed = tu_ids(2, (int64_t[]){T, S}, 0, 2, 77);
+        for (int64_t j = 0; j < S; j++)
+            ((int32_t *)(*allowed)->data)[(T / 2) * S + j] = 0;
+        m->allowed = *allowed;
+        return "allowed (T, S)";
+    case 8: /* a (B, T, S) graph, sparse */
+        *allowed = tu_ids(3, (int64_t[]){B, T, S}, -2, 2, 78);
+        for (int64_t x = 0; x < B * T * S; x++)
+            ((int32_t *)(*allowed)->data)[x] = ((int32_t *)(*allowed)->data)[x] > 0;
+        m->allowed = *allowed;
+        return "allowed (B, T, S)";
+    default: /* everything at once */
+        m->causal = true;
+        m->window_left = 40;
+        *pad = tu_tensor(QKV_I32, 2, (int64_t[]){B, S});
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < S; j++)
+                ((int32_t *)(*pad)->data)[b * S + j] = j % 9 == 4;
+        m->key_padding = *pad;
+        *allowed = tu_ids(2, (int64_t[]){T, S}, 0, 5, 79); /* 80 % allowed */
+        m->allowed = *allowed;
+        return "causal + window + padding + allowed";
+    }
+}
+
+static const int64_t shapes[][6] = {
+    /* B, H, T, S, D, Dv */
+    {1, 1, 1, 1, 1, 1},     {1, 2, 1, 7, 3, 3},     {2, 1, 5, 1, 4, 2},       {2, 2, 70, 70, 3, 5},
+    {2, 2, 65, 130, 16, 8}, {1, 1, 130, 67, 1, 17}, {1, 3, 129, 200, 20, 16},
+};
+
+TEST(sdpa_fast_matches_reference_and_is_thread_count_independent) {
+    const double tol = sizeof(qkv_real) == 4 ? 1e-5 : 1e-12;
+    const qkv_real slopes[3] = {(qkv_real)0.25, (qkv_real)0.0625, (qkv_real)1.0};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int kind = 0; kind < N_MASKS; kind++)
+            for (int alibi = 0; alibi < 2; alibi++) {
+                const int64_t *g = shapes[s];
+                qkv_mask m;
+                qkv_tensor *pad, *allowed;
+                const char *name = make_mask(kind, g[0], g[2], g[3], &m, &pad, &allowed);
+                sdpa_case c = {g[0],
+                               g[1],
+                               g[2],
+                               g[3],
+                               g[4],
+                               g[5],
+                               1 / sqrt((double)g[4]),
+                               kind ? &m : NULL,
+                               alibi ? slopes : NULL,
+                               100 + s};
+                sdpa_result ref = {0}, f1 = {0}, f2 = {0};
+                if (run_case(&c, QKV_KERNELS_REF, 1, &ref) &&
+                    run_case(&c, QKV_KERNELS_FAST, 1, &f1) &&
+                    run_case(&c, QKV_KERNELS_FAST, 2, &f2)) {
+                    const qkv_real *fa[4] = {f1.o, f1.dq, f1.dk, f1.dv},
+                                   *fb[4] = {f2.o, f2.dq, f2.dk, f2.dv};
+                    const qkv_real *ra[4] = {ref.o, ref.dq, ref.dk, ref.dv};
+                    const int64_t n[4] = {ref.no, ref.nq, ref.nk, ref.nv};
+                    const char *what[4] = {"o", "dq", "dk", "dv"};
+                    for (int t = 0; t < 4; t++) {
+                        const double d = tu_max_rel_diff(fa[t], ra[t], n[t]);
+                        CHECK_MSG(all_finite(fa[t], n[t]) && all_finite(ra[t], n[t]),
+                                  "shape %zu, mask %s, alibi %d: %s not finite", s, name, alibi,
+                                  what[t]);
+                        CHECK_MSG(d <= tol,
+                                  "shape %zu, mask %s, alibi %d: fast %s differs from ref by %g", s,
+                                  name, alibi, what[t], d);
+                        CHECK_MSG(
+                            memcmp(fa[t], fb[t], sizeof(qkv_real) * (size_t)n[t]) == 0,
+                            "shape %zu, mask %s, alibi %d: %s differs between 1 and 2 threads", s,
+                            name, alibi, what[t]);
+                    }
+                }
+                result_free(&ref), result_free(&f1), result_free(&f2);
+                tu_free(pad), tu_free(allowed);
+            }
+}
+
+TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
+    /* Batch entry 1 pads every key; row 3 of the (T, S) graph is empty: those rows give o = 0,
+     * no gradient to q, and nothing to the keys of batch 1; nothing is NaN. */
+    const int64_t B = 2, H = 2, T = 70, S = 75, D = 5, Dv = 4;
+    qkv_tensor *pad = tu_tensor(QKV_I32, 2, (int64_t[]){B, S});
+    qkv_tensor *allowed = tu_tensor(QKV_I32, 2, (int64_t[]){T, S});
+    for (int64_t j = 0; j < S; j++)
+        ((int32_t *)pad->data)[S + j] = 1;
+    for (int64_t x = 0; x < T * S; x++)
+        ((int32_t *)allowed->data)[x] = x / S != 3;
+    qkv_mask m = mask_all();
+    m.key_padding = pad;
+    m.allowed = allowed;
+    const qkv_real slopes[2] = {(qkv_real)0.5, (qkv_real)0.25};
+    for (int kern = 0; kern < 2; kern++) {
+        sdpa_case c = {B, H, T, S, D, Dv, 0.4, &m, slopes, 21};
+        sdpa_result r = {0};
+        if (run_case(&c, (qkv_kernels)kern, 0, &r)) {
+            CHECK(all_finite(r.o, r.no) && all_finite(r.dq, r.nq) && all_finite(r.dk, r.nk) &&
+                  all_finite(r.dv, r.nv));
+            bool zero = true, nonzero_elsewhere = false;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t i = 0; i < T; i++) {
+                        const int64_t row = (b * H + h) * T + i;
+                        const bool masked = b == 1 || i == 3;
+                        for (int64_t d = 0; d < Dv; d++) {
+                            if (masked)
+                                zero = zero && r.o[row * Dv + d] == 0;
+                            else
+                                nonzero_elsewhere = nonzero_elsewhere || r.o[row * Dv + d] != 0;
+                        }
+                        for (int64_t d = 0; d < D && masked; d++)
+                            zero = zero && r.dq[row * D + d] == 0;
+                    }
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t x = 0; x < S * D; x++)
+                    zero = zero && r.dk[(1 * H + h) * S * D + x] == 0;
+                for (int64_t x = 0; x < S * Dv; x++)
+                    zero = zero && r.dv[(1 * H + h) * S * Dv + x] == 0;
+            }
+            CHECK_MSG(zero, "%s kernels: masked rows are not exactly zero", kern ? "ref" : "fast");
+            CHECK(nonzero_elsewhere);
+        }
+        result_free(&r);
+    }
+    tu_free(pad), tu_free(allowed);
+}
+
+TEST(sdpa_gradient_of_one_input_matches_the_full_backward) {
+    /* Only one of q, k, v requiring a gradient skips the other backward pass (or half of it);
+     * the gradient that is computed must equal the one from the full backward, bit for bit. */
+    const int64_t B = 1, H = 2, T = 70, S = 90, D = 5, Dv = 3;
+    const int64_t shp[3][4] = {{B, H, T, D}, {B, H, S, D}, {B, H, S, Dv}};
+    qkv_mask m = mask_all();
+    m.causal = true;
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_real *full[3] = {NULL, NULL, NULL};
+        for (int only = -1; only < 3; only++) { /* -1: all three */
+            qkv_ctx *ctx = ctx_with((qkv_kernels)kern);
+            qkv_tensor *in[3];
+            for (int x = 0; x < 3; x++) {
+                in[x] = qkv_tensor_new(ctx, QKV_REAL, 4, shp[x]);
+                tu_fill_uniform(in[x]->data, qkv_tensor_numel(in[x]), -1, 1, 40 + x);
+                if (only < 0 || only == x) qkv_tensor_requires_grad(in[x]);
+            }
+            qkv_tensor *o = qkv_sdpa(ctx, in[0], in[1], in[2], 0.5, &m, NULL);
+            qkv_tensor *dy = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, Dv});
+            tu_fill_uniform(dy->data, B * H * T * Dv, -1, 1, 44);
+            CHECK_OK(qkv_backward_from(ctx, o, dy));
+            for (int x = 0; x < 3 && qkv_ctx_status(ctx) == QKV_OK; x++) {
+                const int64_t n = qkv_tensor_numel(in[x]);
+                if (only < 0) {
+                    full[x] = copy_out(in[x]->grad, n);
+                } else if (only == x) {
+                    CHECK_MSG(in[x]->grad && full[x] &&
+                                  memcmp(in[x]->grad, full[x], sizeof(qkv_real) * (size_t)n) == 0,
+                              "%s kernels: gradient of input %d alone differs",
+                              kern ? "ref" : "fast", x);
+                } else {
+                    CHECK(in[x]->grad == NULL);
+                }
+            }
+            qkv_ctx_free(ctx);
+        }
+        for (int x = 0; x < 3; x++)
+            free(full[x]);
+    }
+}
+
+TEST(sdpa_zero_length_key_sequence_gives_zeros) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *q = qkv_tensor_zeros(ctx, QKV_REAL, 4, (int64_t[]){1, 2, 3, 4});
+    qkv_tensor *k = qkv_tensor_zeros(ctx, QKV_REAL, 4, (int64_t[]){1, 2, 0, 4});
+    qkv_tensor *v = qkv_tensor_zeros(ctx, QKV_REAL, 4, (int64_t[]){1, 2, 0, 5});
+    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.5, NULL, NULL);
+    CHECK(o && o->shape[2] == 3 && o->shape[3] == 5);
+    bool zero = o != NULL;
+    for (int64_t x = 0; o && x < 30; x++)
+        zero = zero && ((qkv_real *)o->data)[x] == 0;
+    CHECK(zero);
+    qkv_ctx_free(ctx);
+}
+
+TEST(sdpa_fast_never_reads_key_blocks_outside_the_band) {
+    /* T = 64 < S = 256 with a causal mask: keys 64.. are allowed for no query. Filling them with
+     * NaN must leave the fast kernel's output and gradients finite and equal to a clean run:
+     * those blocks are skipped, not multiplied by zero weights. */
+    const int64_t T = 64, S = 256, D = 8;
+    qkv_mask m = mask_all();
+    m.causal = true;
+    qkv_real *out[2][4] = {{0}};
+    for (int dirty = 0; dirty < 2; dirty++) {
+        qkv_ctx *ctx = ctx_with(QKV_KERNELS_FAST);
+        qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
+        qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+        qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+        qkv_tensor *dy = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
+        tu_fill_uniform(q->data, T * D, -1, 1, 1);
+        tu_fill_uniform(k->data, S * D, -1, 1, 2);
+        tu_fill_uniform(v->data, S * D, -1, 1, 3);
+        tu_fill_uniform(dy->data, T * D, -1, 1, 4);
+        for (int64_t x = T * D; dirty && x < S * D; x++)
+            ((qkv_real *)k->data)[x] = ((qkv_real *)v->data)[x] = NAN;
+        qkv_tensor_requires_grad(q), qkv_tensor_requires_grad(k), qkv_tensor_requires_grad(v);
+        qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.3, &m, NULL);
+        CHECK_OK(qkv_backward_from(ctx, o, dy));
+        if (qkv_ctx_status(ctx) == QKV_OK) {
+            out[dirty][0] = copy_out(o->data, T * D), out[dirty][1] = copy_out(q->grad, T * D);
+            out[dirty][2] = copy_out(k->grad, T * D), out[dirty][3] = copy_out(v->grad, T * D);
+        }
+        qkv_ctx_free(ctx);
+    }
+    for (int t = 0; t < 4; t++) {
+        if (out[0][t] && out[1][t])
+            CHECK(all_finite(out[1][t], T * D) &&
+                  memcmp(out[0][t], out[1][t], sizeof(qkv_real) * T * D) == 0);
+        free(out[0][t]), free(out[1][t]);
+    }
+}
+
+/* ---- gradients ------------------------------------------------------------------------------ */
+
+typedef struct {
+    double scale;
+    const qkv_mask *mask;
+    const qkv_real *alibi;
+    bool permuted_q; /* in[0] is (B, T, H, D): hand sdpa a permuted view */
+} grad_user;
+
+static qkv_tensor *sdpa_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    const grad_user *u = user;
+    qkv_tensor *q = u->permuted_q ? qkv_permute(ctx, in[0], (const int[]){0, 2, 1, 3}) : in[0];
+    return qkv_sdpa(ctx, q, in[1], in[2], u->scale, u->mask, u->alibi);
+}
+
+static void gradcheck_case(const char *what, const int64_t g[6], const grad_user *u) {
+    const int64_t qs[4] = {g[0], u->permuted_q ? g[2] : g[1], u->permuted_q ? g[1] : g[2], g[4]};
+    qkv_tensor *in[3] = {tu_rand(4, qs, -1.5, 1.5, 31),
+                         tu_rand(4, (int64_t[]){g[0], g[1], g[3], g[4]}, -1.5, 1.5, 32),
+                         tu_rand(4, (int64_t[]){g[0], g[1], g[3], g[5]}, -1, 1, 33)};
+    for (int x = 0; x < 3; x++)
+        qkv_tensor_requires_grad(in[x]);
+    const qkv_kernels saved = qkv_test_kernels;
+    for (int kern = 0; kern < 2;
+         kern++) { /* both kernel sets: tu_gradcheck uses qkv_test_kernels */
+        qkv_test_kernels = (qkv_kernels)kern;
+        tu_gradcheck(what, sdpa_fn, in, 3, (void *)u, NULL);
+    }
+    qkv_test_kernels = saved;
+    for (int x = 0; x < 3; x++)
+        tu_free(in[x]);
+}
+
+TEST(sdpa_gradcheck_masks_and_alibi) {
+    TU_NEED_DOUBLE();
+    const qkv_real slopes[2] = {0.5, 0.125};
+    qkv_mask m = mask_all();
+    gradcheck_case("no mask", (int64_t[]){2, 2, 3, 4, 3, 2}, &(grad_user){0.7, NULL, NULL, false});
+    gradcheck_case("T = S = D = 1", (int64_t[]){1, 1, 1, 1, 1, 1},
+                   &(grad_user){1.3, NULL, slopes, false});
+    gradcheck_case("alibi", (int64_t[]){1, 2, 5, 3, 2, 3}, &(grad_user){0.5, NULL, slopes, false});
+    m.causal = true;
+    m.window_left = 2;
+    gradcheck_case("causal + window + alibi", (int64_t[]){1, 2, 6, 7, 3, 1},
+                   &(grad_user){0.6, &m, slopes, false});
+    m = mask_all();
+    m.window_left = 1;
+    m.window_right = 1;
+    gradcheck_case("window 1/1, T > S", (int64_t[]){1, 1, 7, 4, 2, 2},
+                   &(grad_user){0.9, &m, NULL, false});
+    /* key padding (batch 1 fully padded) and a (B, T, S) graph with an empty row */
+    qkv_tensor *pad = tu_tensor(QKV_I32, 2, (int64_t[]){2, 5});
+    qkv_tensor *allowed = tu_ids(3, (int64_t[]){2, 4, 5}, 0, 2, 5);
+    for (int64_t j = 0; j < 5; j++) {
+        ((int32_t *)pad->data)[j] = j == 1;
+        ((int32_t *)pad->data)[5 + j] = 1;
+        ((int32_t *)allowed->data)[2 * 5 + j] = 0; /* b = 0, i = 2 */
+    }
+    ((int32_t *)allowed->data)[0] = 1;
+    m = mask_all();
+    m.key_padding = pad;
+    m.allowed = allowed;
+    gradcheck_case("padding + allowed, masked rows", (int64_t[]){2, 2, 4, 5, 3, 2},
+                   &(grad_user){0.8, &m, slopes, false});
+    gradcheck_case("permuted q view", (int64_t[]){2, 2, 4, 5, 3, 2},
+                   &(grad_user){0.8, &m, NULL, true});
+    tu_free(pad), tu_free(allowed);
+}
+
+TEST(sdpa_gradcheck_across_tiles) {
+    TU_NEED_DOUBLE();
+    /* Larger than one 64 x 64 tile on both sides, odd sizes, with the causal band: exercises the
+     * block skipping and the tile edges of both backward passes. Few elements are checked per
+     * tensor to keep the runtime small: D = Dv = 1. */
+    const qkv_real slopes[1] = {0.03125};
+    qkv_mask m = mask_all();
+    m.causal = true;
+    m.window_left = 70;
+    gradcheck_case("tiles", (int64_t[]){1, 1, 67, 131, 1, 1}, &(grad_user){0.5, &m, slopes, false});
+}
+
+TEST(sdpa_strided_views_match_contiguous_inputs) {
+    const int64_t B = 2, H = 3, T = 9, D = 4;
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){B, T, H, D}); /* (B, T, H, D) */
+    tu_fill_uniform(x->data, B * T * H * D, -1, 1, 17);
+    qkv_tensor *view = qkv_permute(ctx, x, (const int[]){0, 2, 1, 3}); /* (B, H, T, D) strided */
+    qkv_tensor *copy = qkv_contiguous(ctx, view);
+    qkv_mask m = mask_all();
+    m.causal = true;
+    qkv_tensor *a = qkv_sdpa(ctx, view, view, view, 0.5, &m, NULL);
+    qkv_tensor *b = qkv_sdpa(ctx, copy, copy, copy, 0.5, &m, NULL);
+    CHECK(a && b && !qkv_tensor_is_contiguous(view));
+    if (a && b)
+        CHECK(memcmp(a->data, b->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(a)) == 0);
+    /* a strided (transposed) allowed mask equals its contiguous copy */
+    qkv_tensor *al = qkv_tensor_new(ctx, QKV_I32, 2, (int64_t[]){T, T});
+    for (int64_t i = 0; i < T * T; i++)
+        ((int32_t *)al->data)[i] = (i * 7) % 3 != 0;
+    qkv_tensor *alt = qkv_permute(ctx, al, (const int[]){1, 0});
+    qkv_tensor *alc = qkv_contiguous(ctx, alt);
+    qkv_mask m1 = mask_all(), m2 = mask_all();
+    m1.allowed = alt;
+    m2.allowed = alc;
+    a = qkv_sdpa(ctx, copy, copy, copy, 0.5, &m1, NULL);
+    b = qkv_sdpa(ctx, copy, copy, copy, 0.5, &m2, NULL);
+    CHECK(a && b);
+    if (a && b)
+        CHECK(memcmp(a->data, b->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(a)) == 0);
+    qkv_ctx_free(ctx);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static void expect_error_at(qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double scale,
+                            const qkv_mask *m, const qkv_real *alibi, qkv_status st,
+                            const char *needle, int line) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, scale, m, alibi);
+    if (o || qkv_ctx_status(ctx) != st || !strstr(qkv_last_error(), "sdpa") ||
+        !strstr(qkv_last_error(), needle))
+        qkv_test_fail(__FILE__, line, "expected %s with '%s', got %s: %s", qkv_status_str(st),
+                      needle, qkv_status_str(qkv_ctx_status(ctx)), qkv_last_error());
+    qkv_ctx_free(ctx);
+}
+#define expect_error(...) expect_error_at(__VA_ARGS__, __LINE__)
+
+TEST(sdpa_rejects_bad_arguments) {
+    qkv_tensor *q = tu_rand(4, (int64_t[]){2, 3, 4, 5}, -1, 1, 1);
+    qkv_tensor *k = tu_rand(4, (int64_t[]){2, 3, 6, 5}, -1, 1, 2);
+    qkv_tensor *v = tu_rand(4, (int64_t[]){2, 3, 6, 7}, -1, 1, 3);
+    qkv_tensor *k_badD = tu_rand(4, (int64_t[]){2, 3, 6, 4}, -1, 1, 4);
+    qkv_tensor *v_badS = tu_rand(4, (int64_t[]){2, 3, 5, 7}, -1, 1, 5);
+    qkv_tensor *k_badH = tu_rand(4, (int64_t[]){2, 2, 6, 5}, -1, 1, 6);
+    qkv_tensor *q3 = tu_rand(3, (int64_t[]){2, 4, 5}, -1, 1, 7);
+    qkv_tensor *qi = tu_ids(4, (int64_t[]){2, 3, 4, 5}, 0, 3, 8);
+    expect_error(q, k_badD, v, 1, NULL, NULL, QKV_ERR_SHAPE, "(2, 3, 6, 4)");
+    expect_error(q, k, v_badS, 1, NULL, NULL, QKV_ERR_SHAPE, "(2, 3, 5, 7)");
+    expect_error(q, k_badH, v, 1, NULL, NULL, QKV_ERR_SHAPE, "(2, 2, 6, 5)");
+    expect_error(q3, k, v, 1, NULL, NULL, QKV_ERR_SHAPE, "(2, 4, 5)");
+    expect_error(qi, k, v, 1, NULL, NULL, QKV_ERR_SHAPE, "q must be");
+    expect_error(q, k, v, NAN, NULL, NULL, QKV_ERR_INVALID_ARG, "scale");
+    expect_error(q, k, v, INFINITY, NULL, NULL, QKV_ERR_INVALID_ARG, "scale");
+    const qkv_real bad_slopes[3] = {1, (qkv_real)NAN, 1};
+    expect_error(q, k, v, 1, NULL, bad_slopes, QKV_ERR_INVALID_ARG, "alibi_slopes[1]");
+    qkv_mask m = mask_all();
+    qkv_tensor *pad_bad = tu_tensor(QKV_I32, 2, (int64_t[]){2, 5});
+    m.key_padding = pad_bad;
+    expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "mask.key_padding");
+    qkv_tensor *pad_f = tu_tensor(QKV_REAL, 2, (int64_t[]){2, 6});
+    m.key_padding = pad_f;
+    expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "mask.key_padding must be I32");
+    m = mask_all();
+    qkv_tensor *al_bad = tu_tensor(QKV_I32, 2, (int64_t[]){6, 4});
+    m.allowed = al_bad;
+    expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "mask.allowed");
+    qkv_tensor *al_bad3 = tu_tensor(QKV_I32, 3, (int64_t[]){3, 4, 6});
+    m.allowed = al_bad3;
+    expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "(3, 4, 6)");
+    expect_error(q, NULL, v, 1, NULL, NULL, QKV_ERR_INVALID_ARG, "NULL");
+    tu_free(q), tu_free(k), tu_free(v), tu_free(k_badD), tu_free(v_badS), tu_free(k_badH),
+        tu_free(q3);
+    tu_free(qi), tu_free(pad_bad), tu_free(pad_f), tu_free(al_bad), tu_free(al_bad3);
+}
+
+/* ---- memory --------------------------------------------------------------------------------- */
+
+/* Arena growth of one fast forward + backward at B = 1, H = 2, T = S, D = 16 (bytes). */
+static size_t sdpa_arena_growth(int64_t T) {
+    const int64_t B = 1, H = 2, D = 16, n = B * H * T * D;
+    qkv_ctx *ctx = ctx_with(QKV_KERNELS_FAST);
+    const int64_t shape[4] = {B, H, T, D};
+    qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, shape);
+    qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, shape);
+    qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, shape);
+    qkv_tensor *dy = qkv_tensor_new(ctx, QKV_REAL, 4, shape);
+    tu_fill_uniform(q->data, n, -1, 1, 1);
+    tu_fill_uniform(k->data, n, -1, 1, 2);
+    tu_fill_uniform(v->data, n, -1, 1, 3);
+    tu_fill_uniform(dy->data, n, -1, 1, 4);
+    qkv_tensor_requires_grad(q), qkv_tensor_requires_grad(k), qkv_tensor_requires_grad(v);
+    const size_t before = qkv_ctx_arena_peak(ctx);
+    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.25, NULL, NULL);
+    CHECK_OK(qkv_backward_from(ctx, o, dy));
+    const size_t growth = qkv_ctx_arena_peak(ctx) - before;
+    CHECK(o && all_finite(o->data, n) && all_finite(q->grad, n) && all_finite(k->grad, n));
+    qkv_ctx_free(ctx);
+    return growth;
+}
+
+TEST(sdpa_fast_memory_is_linear_in_sequence_length) {
+    /* Forward + backward of both heads must take less than half of ONE head's (T, S) score
+     * matrix, and doubling T must (about) double the memory, not quadruple it. What it does
+     * hold: o, lse, d(o), the input gradients, transposed operands (all B H T D) and per-thread
+     * tiles. The sanitizer build runs T = 1024 (T = 2048 takes too long there). */
+#ifdef SDPA_SANITIZED
+    const int64_t T = 1024;
+#else
+    const int64_t T = 2048;
+#endif
+    const size_t gT = sdpa_arena_growth(T), ghalf = sdpa_arena_growth(T / 2);
+    const size_t scores = (size_t)(T * T) * sizeof(qkv_real);
+    CHECK_MSG(
+        2 * gT < scores,
+        "T = %lld: forward + backward grew the arena by %zu bytes (one head's (T, S) matrix: %zu)",
+        (long long)T, gT, scores);
+    CHECK_MSG(gT <= 2.1 * (double)ghalf, "arena growth %zu at T = %lld, %zu at T = %lld: not O(T)",
+              ghalf, (long long)T / 2, gT, (long long)T);
+}

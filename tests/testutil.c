@@ -161,3 +161,41 @@ bool tu_gradcheck(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in, 
     qkv_ctx_free(ctx);
     return all_ok;
 }
+
+bool tu_smooth_at(tu_forward_fn f, qkv_tensor **in, int n_in, void *user, double eps, double rtol) {
+    qkv_ctx *ctx = tu_ctx();
+    /* output size and the upstream weights dy, as tu_gradcheck uses them */
+    qkv_ctx_set_rng(ctx, 99, 5);
+    qkv_ctx_set_grad_enabled(ctx, false);
+    qkv_tensor *y = f(ctx, in, user);
+    if (!y || qkv_ctx_status(ctx)) {
+        qkv_ctx_free(ctx);
+        return false;
+    }
+    const int64_t n_out = qkv_tensor_numel(y);
+    qkv_real *dy = malloc(sizeof(qkv_real) * (size_t)(n_out ? n_out : 1));
+    tu_fill_uniform(dy, n_out, -1, 1, 4242);
+    double loss[4];
+    const double steps[4] = {-2, -1, 1, 2};
+    bool ok = true;
+    for (int s = 0; s < 4 && ok; s++) {
+        for (int k = 0; k < n_in; k++) { /* x += h d, d uniform in [-1, 1] */
+            if (!in[k] || !(in[k]->flags & QKV_REQUIRES_GRAD)) continue;
+            qkv_real *x = in[k]->data;
+            for (int64_t j = 0, n = qkv_tensor_numel(in[k]); j < n; j++)
+                x[j] += (qkv_real)(steps[s] * eps * (2 * qkv_rng_uniform(31, (uint64_t)k, 0, (uint64_t)j) - 1));
+        }
+        loss[s] = eval_loss(ctx, f, in, user, dy, n_out, false, &ok);
+        for (int k = 0; k < n_in; k++) { /* undo (the same float expression, so exact for F64) */
+            if (!in[k] || !(in[k]->flags & QKV_REQUIRES_GRAD)) continue;
+            qkv_real *x = in[k]->data;
+            for (int64_t j = 0, n = qkv_tensor_numel(in[k]); j < n; j++)
+                x[j] -= (qkv_real)(steps[s] * eps * (2 * qkv_rng_uniform(31, (uint64_t)k, 0, (uint64_t)j) - 1));
+        }
+    }
+    free(dy);
+    qkv_ctx_free(ctx);
+    if (!ok) return false;
+    const double g1 = (loss[2] - loss[1]) / (2 * eps), g2 = (loss[3] - loss[0]) / (4 * eps);
+    return fabs(g1 - g2) <= rtol * fmax(1.0, fmax(fabs(g1), fabs(g2)));
+}

@@ -31,6 +31,8 @@ typedef struct qkv_elementwise_kernels {
     void (*dropout)(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream,
                     const qkv_real *x, qkv_real *y, bool accumulate);
     double (*sum)(int64_t n, const qkv_real *x);
+    /* y (=|+=) s * x: scale's forward (accumulate false) and backward (accumulate true) */
+    void (*scale)(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate);
 } qkv_elementwise_kernels;
 
 extern const qkv_elementwise_kernels qkv_elementwise_ref;

@@ -135,4 +135,18 @@ static double sum(int64_t n, const qkv_real *x) {
     return s;
 }
 
-const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum};
+static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
+    if (accumulate) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+        for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
+    } else {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+        for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
+    }
+}
+
+const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum, scale};

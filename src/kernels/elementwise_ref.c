@@ -52,4 +52,8 @@ static double sum(int64_t n, const qkv_real *x) {
     return s;
 }
 
-const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum};
+static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
+    for (int64_t i = 0; i < n; i++) y[i] = accumulate ? y[i] + s * x[i] : s * x[i];
+}
+
+const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum, scale};

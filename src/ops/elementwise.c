@@ -115,8 +115,8 @@ qkv_tensor *qkv_mul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b) { return binary(
 static void scale_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
-    const qkv_real s = (qkv_real)e->f[0], *dy = (const qkv_real *)e->out->grad;
-    for (int64_t i = 0, n = qkv_tensor_numel(e->out); i < n; i++) dx[i] += s * dy[i];
+    qkv_elementwise_kernels_for(ctx)->scale(qkv_tensor_numel(e->out), (qkv_real)e->f[0],
+                                            (const qkv_real *)e->out->grad, dx, true);
 }
 
 static const qkv_op_desc scale_op = {"scale", scale_backward};
@@ -127,9 +127,7 @@ qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s) {
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
-    const qkv_real sr = (qkv_real)s, *xd = qkv__data(x);
-    qkv_real *yd = qkv__data(y);
-    for (int64_t i = 0, n = qkv_tensor_numel(x); i < n; i++) yd[i] = sr * xd[i];
+    qkv_elementwise_kernels_for(ctx)->scale(qkv_tensor_numel(x), (qkv_real)s, qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &scale_op, y, 1, &x);
     if (e) e->f[0] = s;
     return y;

@@ -1,17 +1,16 @@
 /* testutil.c: see testutil.h. */
 #include "testutil.h"
 
+#include "core/internal.h"
+
 qkv_tensor *tu_tensor(qkv_dtype dt, int ndim, const int64_t *shape) {
     qkv_tensor *t = calloc(1, sizeof *t);
     t->dtype = dt;
     t->ndim = ndim;
-    int64_t s = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        t->shape[d] = shape[d];
-        t->stride[d] = s;
-        s *= shape[d];
-    }
-    t->data = calloc((size_t)(s ? s : 1), qkv_dtype_size(dt));
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    qkv__set_contiguous_strides(t);
+    const int64_t n = qkv_tensor_numel(t);
+    t->data = calloc((size_t)(n ? n : 1), qkv_dtype_size(dt));
     return t;
 }
 

@@ -49,6 +49,16 @@ bool tu_gradcheck(const char *what, tu_forward_fn f, qkv_tensor **in, int n_in, 
  * tests that cannot place their inputs by hand use this to pick a point where the check is valid. */
 bool tu_smooth_at(tu_forward_fn f, qkv_tensor **in, int n_in, void *user, double eps, double rtol);
 
+/* An op call that must fail: NULL result, the context's status st, and a message containing both
+ * n1 and n2 (typically the op name and the offending shape); the context is reset afterwards. */
+#define TU_EXPECT_FAIL(ctx, call, st, n1, n2)                                                     \
+    do {                                                                                          \
+        CHECK((call) == NULL);                                                                    \
+        CHECK_ERR(qkv_ctx_status(ctx), st, n1);                                                   \
+        CHECK_MSG(strstr(qkv_last_error(), n2), "message '%s' lacks '%s'", qkv_last_error(), n2); \
+        qkv_ctx_reset(ctx);                                                                       \
+    } while (0)
+
 /* Skip the calling test in the float build. */
 #ifdef QKV_DOUBLE
 #define TU_NEED_DOUBLE() ((void)0)

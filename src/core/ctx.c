@@ -134,7 +134,7 @@ char *qkv_tensor_shape_str(const qkv_tensor *t, char *buf, size_t size) {
     return buf;
 }
 
-static void set_contiguous_strides(qkv_tensor *t) {
+void qkv__set_contiguous_strides(qkv_tensor *t) {
     int64_t s = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         t->stride[d] = s;
@@ -162,7 +162,7 @@ static qkv_tensor *tensor_header(qkv_ctx *ctx, qkv_dtype dt, int ndim, const int
     t->dtype = dt;
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-    set_contiguous_strides(t);
+    qkv__set_contiguous_strides(t);
     *numel = n;
     return t;
 }
@@ -252,7 +252,7 @@ qkv_tensor *qkv_reshape(qkv_ctx *ctx, qkv_tensor *t, int ndim, const int64_t *sh
     if (!v) return NULL;
     v->ndim = ndim;
     for (int d = 0; d < ndim; d++) v->shape[d] = shape[d];
-    set_contiguous_strides(v);
+    qkv__set_contiguous_strides(v);
     return v;
 }
 

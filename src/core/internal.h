@@ -162,6 +162,13 @@ bool qkv__refuse_grad(qkv_ctx *ctx, const char *op, int n, qkv_tensor *const *in
  * NULL when t does not require a gradient. */
 qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t);
 
+/* qkv_params_add of "<prefix><name>" (modules register under their state_dict prefix). */
+qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const char *name, int ndim,
+                                    const int64_t *shape, qkv_tensor **out);
+
+/* Row-major contiguous strides for t's shape. */
+void qkv__set_contiguous_strides(qkv_tensor *t);
+
 /* Philox stream for the next random op of this step. */
 uint64_t qkv__next_stream(qkv_ctx *ctx);
 

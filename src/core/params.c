@@ -84,12 +84,8 @@ qkv_status qkv_params_add(qkv_params *p, const char *name, int ndim, const int64
     strcpy(copy, name);
     t->dtype = QKV_REAL;
     t->ndim = ndim;
-    int64_t s = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        t->shape[d] = shape[d];
-        t->stride[d] = s;
-        s *= shape[d];
-    }
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    qkv__set_contiguous_strides(t);
     t->flags = QKV_PARAM | QKV_REQUIRES_GRAD;
     t->name = copy;
     p->tensors[p->count] = t;
@@ -98,6 +94,15 @@ qkv_status qkv_params_add(qkv_params *p, const char *name, int ndim, const int64
     p->numel += n;
     if (out) *out = t;
     return QKV_OK;
+}
+
+qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const char *name, int ndim,
+                                    const int64_t *shape, qkv_tensor **out) {
+    char full[256];
+    int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "parameter name '%s%s' is too long", prefix ? prefix : "", name);
+    return qkv_params_add(p, full, ndim, shape, out);
 }
 
 qkv_status qkv_params_finalize(qkv_params *p) {

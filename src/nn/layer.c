@@ -29,15 +29,6 @@ qkv_layer_config qkv_layer_default_config(int32_t d_model, int32_t n_heads, int3
     return c;
 }
 
-static qkv_status add(qkv_params *p, const char *prefix, const char *name, int ndim, const int64_t *shape,
-                      qkv_tensor **out) {
-    char full[256];
-    int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
-    if (n < 0 || (size_t)n >= sizeof full)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "parameter name '%s%s' is too long", prefix, name);
-    return qkv_params_add(p, full, ndim, shape, out);
-}
-
 static qkv_status layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_params *p, const char *prefix,
                              bool decoder) {
     if (!l || !cfg || !p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: NULL argument");
@@ -59,16 +50,16 @@ static qkv_status layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_para
         snprintf(sub, sizeof sub, "%smultihead_attn.", prefix ? prefix : "");
         st = qkv_mha_init(&l->cross_attn, &cfg->cross_attn, p, sub);
     }
-    if (!st) st = add(p, prefix, "linear1.weight", 2, (const int64_t[]){F, C}, &l->linear1_weight);
-    if (!st) st = add(p, prefix, "linear1.bias", 1, (const int64_t[]){F}, &l->linear1_bias);
-    if (!st) st = add(p, prefix, "linear2.weight", 2, (const int64_t[]){C, F}, &l->linear2_weight);
-    if (!st) st = add(p, prefix, "linear2.bias", 1, (const int64_t[]){C}, &l->linear2_bias);
+    if (!st) st = qkv__params_add_prefixed(p, prefix, "linear1.weight", 2, (const int64_t[]){F, C}, &l->linear1_weight);
+    if (!st) st = qkv__params_add_prefixed(p, prefix, "linear1.bias", 1, (const int64_t[]){F}, &l->linear1_bias);
+    if (!st) st = qkv__params_add_prefixed(p, prefix, "linear2.weight", 2, (const int64_t[]){C, F}, &l->linear2_weight);
+    if (!st) st = qkv__params_add_prefixed(p, prefix, "linear2.bias", 1, (const int64_t[]){C}, &l->linear2_bias);
     for (int i = 0; i < (decoder ? 3 : 2) && !st; i++) {
         char name[32];
         snprintf(name, sizeof name, "norm%d.weight", i + 1);
-        st = add(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_weight[i]);
+        st = qkv__params_add_prefixed(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_weight[i]);
         snprintf(name, sizeof name, "norm%d.bias", i + 1);
-        if (!st) st = add(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_bias[i]);
+        if (!st) st = qkv__params_add_prefixed(p, prefix, name, 1, (const int64_t[]){C}, &l->norm_bias[i]);
     }
     return st;
 }

@@ -37,15 +37,6 @@ static int32_t max_distance(const qkv_mha_config *c) {
     return c->relpos_max_distance > 0 ? c->relpos_max_distance : (c->relpos == QKV_RELPOS_T5 ? 128 : 16);
 }
 
-static qkv_status add_param(qkv_params *p, const char *prefix, const char *name, int ndim, const int64_t *shape,
-                            qkv_tensor **out) {
-    char full[256];
-    int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
-    if (n < 0 || (size_t)n >= sizeof full)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "parameter name '%s%s' is too long", prefix, name);
-    return qkv_params_add(p, full, ndim, shape, out);
-}
-
 qkv_status qkv_mha_init(qkv_mha *m, const qkv_mha_config *cfg, qkv_params *p, const char *prefix) {
     if (!m || !cfg || !p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: NULL argument");
     memset(m, 0, sizeof *m);
@@ -65,7 +56,7 @@ qkv_status qkv_mha_init(qkv_mha *m, const qkv_mha_config *cfg, qkv_params *p, co
     m->cfg = *cfg;
     qkv_status st = QKV_OK;
 #define ADD(name, ndim, field, ...) \
-    if (!st) st = add_param(p, prefix, name, ndim, (const int64_t[]){__VA_ARGS__}, &m->field)
+    if (!st) st = qkv__params_add_prefixed(p, prefix, name, ndim, (const int64_t[]){__VA_ARGS__}, &m->field)
     ADD("in_proj_weight", 2, in_proj_weight, 3 * C, C);
     if (cfg->bias) ADD("in_proj_bias", 1, in_proj_bias, 3 * C);
     ADD("out_proj.weight", 2, out_proj_weight, C, C);

@@ -60,9 +60,7 @@ static qkv_tensor *forward(qkv_ctx *ctx, const model *m, qkv_tensor *ids, qkv_te
     qkv_tensor *x = qkv_scale(ctx, qkv_embedding(ctx, m->embed, ids), sqrt((double)C)); /* (B, T, C) */
     x = qkv_add(ctx, x, qkv_sinusoidal_pe(ctx, T, C, 0));                            /* + (T, C) */
     for (int l = 0; l < LAYERS; l++) {
-        if (attn && l == LAYERS - 1) /* the same self-attention call the layer makes, keeping weights */
-            qkv_mha_forward(ctx, &m->layers[l].self_attn, x, x, x, NULL, attn);
-        x = qkv_encoder_layer_forward(ctx, &m->layers[l], x, NULL);
+        x = qkv_encoder_layer_forward(ctx, &m->layers[l], x, NULL, l == LAYERS - 1 ? attn : NULL);
     }
     qkv_tensor *logits = qkv_linear(ctx, x, m->head_w, m->head_b); /* (B, T, VOCAB) */
     return qkv_reshape(ctx, logits, 2, (int64_t[]){(int64_t)ids->shape[0] * T, VOCAB});

@@ -214,6 +214,61 @@ def adamw_fixture(out_dir):
     save_safetensors(os.path.join(out_dir, "ref_adamw.safetensors"), tensors, {"config": json.dumps(cfg)})
 
 
+def sinusoidal(L, C):
+    """pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(...), as qkv_sinusoidal_pe."""
+    pe = torch.zeros(L, C)
+    t = torch.arange(L).unsqueeze(1)
+    div = torch.exp(torch.arange(0, C, 2) * (-math.log(10000.0) / C))
+    pe[:, 0::2] = torch.sin(t * div)
+    pe[:, 1::2] = torch.cos(t * div[: C // 2])
+    return pe
+
+
+class Seq2SeqTransformer(nn.Module):
+    """The PyTorch twin of qkv's encoder-decoder model: same parameter names (qkv_model.h)."""
+
+    def __init__(self, Vs, Vt, C, H, Le, Ld, FF, norm_first):
+        super().__init__()
+        self.C = C
+        self.src_embed = nn.Embedding(Vs, C)
+        self.tgt_embed = nn.Embedding(Vt, C)
+        self.transformer = nn.Transformer(C, H, Le, Ld, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+        self.generator = nn.Linear(C, Vt)
+
+    def embed(self, table, ids):
+        return table(ids) * math.sqrt(self.C) + sinusoidal(ids.shape[1], self.C)
+
+    def forward(self, src, tgt_in, pad=0):
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        out = self.transformer(self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt_in), tgt_mask=causal,
+                               src_key_padding_mask=src == pad, tgt_key_padding_mask=tgt_in == pad,
+                               memory_key_padding_mask=src == pad)
+        return self.generator(out)
+
+
+def seq2seq_fixture(out_dir, norm_first):
+    torch.manual_seed(6)
+    Vs, Vt, C, H, Le, Ld, FF = 11, 13, 8, 2, 2, 2, 16
+    model = Seq2SeqTransformer(Vs, Vt, C, H, Le, Ld, FF, norm_first)
+    model.train()
+    src = torch.tensor([[5, 3, 9, 2, 7, 1], [4, 8, 6, 0, 0, 0]])  # 0 = pad
+    tgt_in = torch.tensor([[2, 10, 4, 7, 12], [2, 6, 11, 0, 0]])
+    tgt_out = torch.tensor([[10, 4, 7, 12, 3], [6, 11, 3, 0, 0]])
+    tensors = {"param." + n: p for n, p in model.named_parameters()}
+    logits = model(src, tgt_in)
+    loss = F.cross_entropy(logits.reshape(-1, Vt), tgt_out.reshape(-1), ignore_index=0, label_smoothing=0.1)
+    loss.backward()
+    tensors.update({"grad.param." + n: p.grad for n, p in model.named_parameters()})
+    tensors.update({"input.src": src, "input.tgt_in": tgt_in, "input.tgt_out": tgt_out, "out.logits": logits,
+                    "out.loss": loss})
+    cfg = {"src_vocab": Vs, "tgt_vocab": Vt, "d_model": C, "n_heads": H, "n_encoder_layers": Le,
+           "n_decoder_layers": Ld, "dim_feedforward": FF, "norm_first": norm_first, "pad_id": 0,
+           "label_smoothing": 0.1}
+    name = f"ref_seq2seq_{'pre' if norm_first else 'post'}.safetensors"
+    save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data")
     os.makedirs(out_dir, exist_ok=True)
@@ -223,6 +278,8 @@ def main():
             layer_fixture(out_dir, kind, norm_first)
     ops_fixture(out_dir)
     adamw_fixture(out_dir)
+    for norm_first in (False, True):
+        seq2seq_fixture(out_dir, norm_first)
     print("fixtures written to", os.path.abspath(out_dir))
 
 

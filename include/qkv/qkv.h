@@ -63,6 +63,7 @@ QKV_API int qkv_get_num_threads(void);
 
 #include "qkv_graph.h"
 #include "qkv_nn.h"
+#include "qkv_model.h"
 #include "qkv_io.h"
 #include "qkv_optim.h"
 

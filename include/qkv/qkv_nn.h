@@ -125,13 +125,15 @@ QKV_API qkv_status qkv_decoder_layer_init(qkv_layer *l, const qkv_layer_config *
 /* torch's defaults: attention as qkv_mha_reset_parameters, linears U(-1/sqrt(in), 1/sqrt(in))
  * for weight and bias, LayerNorm weight 1 and bias 0. */
 QKV_API void qkv_layer_reset_parameters(qkv_layer *l, uint64_t seed);
-/* x (B, T, C) -> (B, T, C). */
+/* x (B, T, C) -> (B, T, C). self_weights: NULL, or receives the self-attention weights
+ * (B, H, T, T) of every head. */
 QKV_API qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x,
-                                              const qkv_mask *self_mask);
-/* x (B, T, C), memory (B, S, C) -> (B, T, C). */
+                                              const qkv_mask *self_mask, qkv_tensor **self_weights);
+/* x (B, T, C), memory (B, S, C) -> (B, T, C); weights (B, H, T, T) and (B, H, T, S) on request. */
 QKV_API qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x,
                                               qkv_tensor *memory, const qkv_mask *self_mask,
-                                              const qkv_mask *cross_mask);
+                                              const qkv_mask *cross_mask, qkv_tensor **self_weights,
+                                              qkv_tensor **cross_weights);
 
 #ifdef __cplusplus
 }

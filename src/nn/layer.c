@@ -105,31 +105,33 @@ static qkv_tensor *feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x)
 typedef enum { SUB_SELF, SUB_CROSS, SUB_FF } sublayer;
 
 static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, sublayer kind, qkv_tensor *x,
-                            qkv_tensor *memory, const qkv_mask *mask) {
+                            qkv_tensor *memory, const qkv_mask *mask, qkv_tensor **weights) {
     qkv_tensor *in = l->cfg.norm_first ? norm(ctx, l, norm_index, x) : x;
     qkv_tensor *f = NULL;
     switch (kind) {
-    case SUB_SELF: f = qkv_mha_forward(ctx, &l->self_attn, in, in, in, mask, NULL); break;
-    case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, NULL); break;
+    case SUB_SELF: f = qkv_mha_forward(ctx, &l->self_attn, in, in, in, mask, weights); break;
+    case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, weights); break;
     case SUB_FF: f = feed_forward(ctx, l, in); break;
     }
     qkv_tensor *sum = qkv_add(ctx, x, qkv_dropout(ctx, f, l->cfg.dropout));
     return l->cfg.norm_first ? sum : norm(ctx, l, norm_index, sum);
 }
 
-qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const qkv_mask *self_mask) {
+qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const qkv_mask *self_mask,
+                                      qkv_tensor **self_weights) {
     if (!QKV_OP_BEGIN(ctx, "encoder_layer", x)) return NULL;
     if (!l || l->decoder || !l->linear1_weight)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "encoder_layer: not an initialised encoder layer");
-    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask);
-    return residual(ctx, l, 1, SUB_FF, x, NULL, NULL);
+    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask, self_weights);
+    return residual(ctx, l, 1, SUB_FF, x, NULL, NULL, NULL);
 }
 
 qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, qkv_tensor *memory,
-                                      const qkv_mask *self_mask, const qkv_mask *cross_mask) {
+                                      const qkv_mask *self_mask, const qkv_mask *cross_mask, qkv_tensor **self_weights,
+                                      qkv_tensor **cross_weights) {
     if (!QKV_OP_BEGIN(ctx, "decoder_layer", x, memory)) return NULL;
     if (!l || !l->decoder) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "decoder_layer: not an initialised decoder layer");
-    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask);
-    x = residual(ctx, l, 1, SUB_CROSS, x, memory, cross_mask);
-    return residual(ctx, l, 2, SUB_FF, x, NULL, NULL);
+    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask, self_weights);
+    x = residual(ctx, l, 1, SUB_CROSS, x, memory, cross_mask, cross_weights);
+    return residual(ctx, l, 2, SUB_FF, x, NULL, NULL, NULL);
 }

@@ -1,0 +1,129 @@
+/*
+ * qkv_model.h: whole Transformer models: encoder-decoder (Vaswani et al. 2017), encoder-only with
+ * a per-token head (sequence labelling) or a pooled head (sequence classification), and a
+ * decoder-only language model. A model owns its parameter table; forward functions are forward
+ * code only (the tape gives the backward).
+ *
+ * Parameter names mirror a PyTorch module, so a qkv model file loads into it with
+ * load_state_dict and gives the same outputs (tests/models/test_model_parity.c proves it):
+ *
+ *   encoder-decoder (scripts/gen_reference.py: Seq2SeqTransformer)
+ *     src_embed.weight (Vs, C)          tgt_embed.weight (Vt, C)
+ *     transformer.encoder.layers.<i>.*  transformer.encoder.norm.{weight,bias}
+ *     transformer.decoder.layers.<i>.*  transformer.decoder.norm.{weight,bias}   (nn.Transformer)
+ *     generator.{weight,bias} (Vt, C)   (generator.weight absent when tied to tgt_embed)
+ *   encoder-only:  embed.weight, encoder.layers.<i>.*, encoder.norm.*, head.{weight,bias}
+ *   decoder-only:  embed.weight, layers.<i>.* (encoder layers with a causal mask), norm.*,
+ *                  lm_head.{weight,bias}
+ *   learned absolute positions add <prefix>pos.weight (max_len, C) next to each embedding.
+ *
+ * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
+ * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then
+ * dropout. Relative positions (Shaw, T5, RoPE, ALiBi) are chosen in the attention configs.
+ *
+ * Dims: B batch, S source length, T target length, C d_model, V vocabulary, K classes.
+ */
+#ifndef QKV_MODEL_H
+#define QKV_MODEL_H
+
+#include "qkv_nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qkv_arch {
+    QKV_ARCH_ENCODER_DECODER = 0,
+    QKV_ARCH_ENCODER = 1, /* sequence labelling or classification */
+    QKV_ARCH_DECODER = 2  /* language model */
+} qkv_arch;
+
+typedef enum qkv_abs_pos {
+    QKV_POS_NONE = 0,
+    QKV_POS_SINUSOIDAL = 1,
+    QKV_POS_LEARNED = 2
+} qkv_abs_pos;
+
+typedef enum qkv_head_kind {
+    QKV_HEAD_TOKEN = 0, /* encoder-only: one prediction per token (tagging) */
+    QKV_HEAD_POOLED = 1 /* encoder-only: mean over the non-padded tokens, one prediction */
+} qkv_head_kind;
+
+typedef struct qkv_model_config {
+    qkv_arch arch;
+    int32_t src_vocab;     /* encoder input vocabulary (encoder-decoder, encoder-only) */
+    int32_t tgt_vocab;     /* decoder vocabulary; encoder-only: number of tags / classes */
+    int32_t d_model, n_heads, dim_feedforward;
+    int32_t n_encoder_layers, n_decoder_layers;
+    int32_t max_len;       /* longest sequence accepted (and the learned position table size) */
+    qkv_abs_pos pos;       /* absolute positions added to the embeddings */
+    bool scale_embeddings; /* multiply embeddings by sqrt(C) (default true) */
+    bool norm_first;       /* pre-LN layers (default false: post-LN, the 2017 paper) */
+    bool final_norm;       /* LayerNorm after each stack (nn.Transformer has them; default true) */
+    bool tie_embeddings;   /* output projection weight = target embedding (default false) */
+    qkv_activation activation;
+    double dropout;        /* embeddings, residuals, feed-forward, attention weights */
+    double layer_norm_eps;
+    qkv_head_kind head;    /* encoder-only */
+    int32_t pad_id;        /* padding token id (masked as a key; ignored in losses) */
+    /* attention variants; d_model and n_heads are filled in from the fields above */
+    qkv_mha_config self_attn;  /* encoder self-attention (and decoder-only) */
+    qkv_mha_config dec_self_attn; /* encoder-decoder: the decoder's masked self-attention */
+    qkv_mha_config cross_attn; /* encoder-decoder: cross-attention */
+} qkv_model_config;
+
+/* nn.Transformer's defaults at a given size: post-LN, ReLU, dropout 0.1, eps 1e-5, final norms,
+ * sinusoidal positions, scaled embeddings, scaled-dot softmax attention, pad id 0. */
+QKV_API qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_t n_heads,
+                                                  int32_t n_layers);
+/* QKV_OK or QKV_ERR_INVALID_ARG with a message naming the bad field. */
+QKV_API qkv_status qkv_model_config_check(const qkv_model_config *c);
+/* The configuration as a JSON object (written into model files' metadata under "qkv.config"),
+ * and back. Unknown keys are an error naming the key. */
+QKV_API qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t size);
+QKV_API qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c);
+
+typedef struct qkv_model {
+    qkv_model_config cfg;
+    qkv_params *params;
+    qkv_tensor *src_embed, *src_pos; /* encoder side (or the only embedding) */
+    qkv_tensor *tgt_embed, *tgt_pos; /* encoder-decoder: decoder side */
+    qkv_layer *encoder_layers;       /* n_encoder_layers (decoder-only: its causal stack) */
+    qkv_layer *decoder_layers;       /* n_decoder_layers */
+    qkv_tensor *enc_norm_w, *enc_norm_b, *dec_norm_w, *dec_norm_b;
+    qkv_tensor *out_w, *out_b; /* (V or K, C), (V or K); out_w may alias tgt_embed when tied */
+} qkv_model;
+
+/* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
+QKV_API qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model **out);
+QKV_API void qkv_model_free(qkv_model *m); /* accepts NULL */
+
+/* Files: safetensors with the parameters under the names above and metadata
+ * "qkv.format" = "1", "qkv.arch", "qkv.config" (JSON). Written atomically. */
+QKV_API qkv_status qkv_model_save(const qkv_model *m, const char *path);
+QKV_API qkv_status qkv_model_load(const char *path, qkv_model **out);
+
+/* ---- forward ------------------------------------------------------------------------------ */
+
+/* Encoder: src I32 (B, S) -> memory (B, S, C). Keys equal to pad_id are masked. With
+ * weights_out (n_encoder_layers pointers, may be NULL) every layer's self-attention weights
+ * (B, H, S, S) are returned (this forces the unfused attention path). */
+QKV_API qkv_tensor *qkv_model_encode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
+                                     qkv_tensor **weights_out);
+/* Decoder (encoder-decoder): tgt_in I32 (B, T) (BOS + target), memory (B, S, C), src I32 (B, S)
+ * for its padding -> logits (B, T, V). self_weights_out / cross_weights_out: NULL or arrays of
+ * n_decoder_layers pointers receiving (B, H, T, T) and (B, H, T, S). */
+QKV_API qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_in,
+                                     qkv_tensor *memory, qkv_tensor *src,
+                                     qkv_tensor **self_weights_out, qkv_tensor **cross_weights_out);
+/* Encoder-only: src I32 (B, S) -> logits (B, S, K) (token head) or (B, K) (pooled head). */
+QKV_API qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
+                                       qkv_tensor **weights_out);
+/* Decoder-only: tokens I32 (B, T) -> next-token logits (B, T, V). */
+QKV_API qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens,
+                                 qkv_tensor **weights_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,236 @@
+/*
+ * model_config.c: model configuration defaults, validation and JSON (de)serialisation. The JSON
+ * goes into the "qkv.config" metadata of model files so a file describes its own architecture.
+ */
+#include "../core/internal.h"
+#include "../io/json.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_t n_heads, int32_t n_layers) {
+    qkv_model_config c;
+    memset(&c, 0, sizeof c);
+    c.arch = arch;
+    c.d_model = d_model;
+    c.n_heads = n_heads;
+    c.dim_feedforward = 4 * d_model;
+    c.n_encoder_layers = arch == QKV_ARCH_DECODER ? 0 : n_layers;
+    c.n_decoder_layers = arch == QKV_ARCH_ENCODER_DECODER || arch == QKV_ARCH_DECODER ? n_layers : 0;
+    if (arch == QKV_ARCH_DECODER) { /* the decoder-only stack is held in encoder_layers */
+        c.n_encoder_layers = n_layers;
+        c.n_decoder_layers = 0;
+    }
+    c.max_len = 512;
+    c.pos = QKV_POS_SINUSOIDAL;
+    c.scale_embeddings = true;
+    c.norm_first = false;
+    c.final_norm = true;
+    c.tie_embeddings = false;
+    c.activation = QKV_ACT_RELU;
+    c.dropout = 0.1;
+    c.layer_norm_eps = 1e-5;
+    c.head = QKV_HEAD_TOKEN;
+    c.pad_id = 0;
+    c.self_attn = qkv_mha_default_config(d_model, n_heads);
+    c.dec_self_attn = qkv_mha_default_config(d_model, n_heads);
+    c.dec_self_attn.relpos_bidirectional = false;
+    c.cross_attn = qkv_mha_default_config(d_model, n_heads);
+    if (arch == QKV_ARCH_DECODER) c.self_attn.relpos_bidirectional = false;
+    return c;
+}
+
+#define BAD(...) QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: " __VA_ARGS__)
+
+qkv_status qkv_model_config_check(const qkv_model_config *c) {
+    if (!c) return BAD("NULL");
+    if ((unsigned)c->arch > QKV_ARCH_DECODER) return BAD("unknown arch %d", (int)c->arch);
+    if (c->d_model <= 0 || c->n_heads <= 0 || c->d_model % c->n_heads)
+        return BAD("d_model %d must be a positive multiple of n_heads %d", c->d_model, c->n_heads);
+    if (c->dim_feedforward <= 0) return BAD("dim_feedforward %d must be positive", c->dim_feedforward);
+    if (c->n_encoder_layers < 0 || c->n_decoder_layers < 0 || c->n_encoder_layers > 1000 || c->n_decoder_layers > 1000)
+        return BAD("layer counts %d / %d out of range", c->n_encoder_layers, c->n_decoder_layers);
+    if (c->arch == QKV_ARCH_ENCODER_DECODER && (c->n_encoder_layers < 1 || c->n_decoder_layers < 1))
+        return BAD("an encoder-decoder needs at least one encoder and one decoder layer");
+    if (c->arch != QKV_ARCH_ENCODER_DECODER && (c->n_encoder_layers < 1 || c->n_decoder_layers != 0))
+        return BAD("encoder-only and decoder-only models use n_encoder_layers >= 1 and n_decoder_layers = 0");
+    if (c->src_vocab <= 0 && c->arch != QKV_ARCH_DECODER) return BAD("src_vocab %d must be positive", c->src_vocab);
+    if (c->tgt_vocab <= 0) return BAD("tgt_vocab %d must be positive", c->tgt_vocab);
+    if (c->max_len <= 0 || c->max_len > (1 << 20)) return BAD("max_len %d out of range", c->max_len);
+    if ((unsigned)c->pos > QKV_POS_LEARNED) return BAD("unknown positional encoding %d", (int)c->pos);
+    if ((unsigned)c->activation > QKV_ACT_GELU_TANH) return BAD("unknown activation %d", (int)c->activation);
+    if ((unsigned)c->head > QKV_HEAD_POOLED) return BAD("unknown head %d", (int)c->head);
+    if (!(c->dropout >= 0 && c->dropout < 1)) return BAD("dropout %g is not in [0, 1)", c->dropout);
+    if (!(c->layer_norm_eps > 0)) return BAD("layer_norm_eps %g must be positive", c->layer_norm_eps);
+    const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
+    if (c->pad_id < 0 || c->pad_id >= pad_vocab) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
+    if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
+    return QKV_OK;
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------- */
+
+static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
+static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
+static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
+static const char *arch_names[] = {"encoder-decoder", "encoder", "decoder"};
+static const char *pos_names[] = {"none", "sinusoidal", "learned"};
+static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
+static const char *head_names[] = {"token", "pooled"};
+
+typedef struct {
+    char *buf;
+    size_t size, used;
+    bool overflow;
+} writer;
+
+static void put(writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(writer *w, const char *fmt, ...) {
+    if (w->overflow) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(w->buf + w->used, w->size - w->used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= w->size - w->used) w->overflow = true;
+    else w->used += (size_t)n;
+}
+
+static void put_attn(writer *w, const char *name, const qkv_mha_config *a) {
+    put(w, ",\"%s\":{\"score\":\"%s\",\"norm\":\"%s\",\"bias\":%s,\"cos_scale_learnable\":%s,\"cos_scale_init\":%.17g,"
+           "\"additive_dim\":%d,\"relpos\":\"%s\",\"relpos_max_distance\":%d,\"relpos_buckets\":%d,"
+           "\"relpos_bidirectional\":%s,\"rope_base\":%.17g,\"use_fused\":%s}",
+        name, score_names[a->score], norm_names[a->norm], a->bias ? "true" : "false",
+        a->cos_scale_learnable ? "true" : "false", a->cos_scale_init, a->additive_dim, relpos_names[a->relpos],
+        a->relpos_max_distance, a->relpos_buckets, a->relpos_bidirectional ? "true" : "false", a->rope_base,
+        a->use_fused ? "true" : "false");
+}
+
+qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t size) {
+    qkv_status st = qkv_model_config_check(c);
+    if (st) return st;
+    if (!buf || size == 0) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: no output buffer");
+    writer w = {buf, size, 0, false};
+    put(&w, "{\"arch\":\"%s\",\"src_vocab\":%d,\"tgt_vocab\":%d,\"d_model\":%d,\"n_heads\":%d,\"dim_feedforward\":%d,"
+            "\"n_encoder_layers\":%d,\"n_decoder_layers\":%d,\"max_len\":%d,\"pos\":\"%s\",\"scale_embeddings\":%s,"
+            "\"norm_first\":%s,\"final_norm\":%s,\"tie_embeddings\":%s,\"activation\":\"%s\",\"dropout\":%.17g,"
+            "\"layer_norm_eps\":%.17g,\"head\":\"%s\",\"pad_id\":%d",
+        arch_names[c->arch], c->src_vocab, c->tgt_vocab, c->d_model, c->n_heads, c->dim_feedforward, c->n_encoder_layers,
+        c->n_decoder_layers, c->max_len, pos_names[c->pos], c->scale_embeddings ? "true" : "false",
+        c->norm_first ? "true" : "false", c->final_norm ? "true" : "false", c->tie_embeddings ? "true" : "false",
+        act_names[c->activation], c->dropout, c->layer_norm_eps, head_names[c->head], c->pad_id);
+    put_attn(&w, "self_attn", &c->self_attn);
+    put_attn(&w, "dec_self_attn", &c->dec_self_attn);
+    put_attn(&w, "cross_attn", &c->cross_attn);
+    put(&w, "}");
+    if (w.overflow) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: JSON does not fit in %zu bytes", size);
+    return QKV_OK;
+}
+
+/* Readers for one member; each fails with a message naming the key. */
+static qkv_status get_int(const qkv_json_value *v, const char *key, int32_t *out) {
+    if (v->type != QKV_JSON_INT || v->magnitude > INT32_MAX)
+        return BAD("\"%s\" must be an integer of at most 2^31-1", key);
+    *out = v->negative ? -(int32_t)v->magnitude : (int32_t)v->magnitude;
+    return QKV_OK;
+}
+static qkv_status get_double(const qkv_json_value *v, const char *key, double *out) {
+    if (v->type == QKV_JSON_INT) {
+        *out = v->negative ? -(double)v->magnitude : (double)v->magnitude;
+        return QKV_OK;
+    }
+    if (v->type != QKV_JSON_NUMBER) return BAD("\"%s\" must be a number", key);
+    char *end = NULL;
+    errno = 0;
+    *out = strtod(v->str, &end);
+    if (errno || !end || *end) return BAD("\"%s\": bad number '%s'", key, v->str);
+    return QKV_OK;
+}
+static qkv_status get_bool(const qkv_json_value *v, const char *key, bool *out) {
+    if (v->type != QKV_JSON_BOOL) return BAD("\"%s\" must be true or false", key);
+    *out = v->boolean;
+    return QKV_OK;
+}
+static qkv_status get_enum(const qkv_json_value *v, const char *key, const char *const *names, int n, int *out) {
+    if (v->type == QKV_JSON_STRING)
+        for (int i = 0; i < n; i++)
+            if (!strcmp(v->str, names[i])) {
+                *out = i;
+                return QKV_OK;
+            }
+    return BAD("\"%s\" must be one of the names documented in qkv_model.h (got %s)", key,
+               v->type == QKV_JSON_STRING ? v->str : qkv_json_type_name(v->type));
+}
+
+#define NAMES(a) a, (int)(sizeof a / sizeof *a)
+
+static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha_config *a) {
+    if (obj->type != QKV_JSON_OBJECT) return BAD("\"%s\" must be an object", name);
+    for (int64_t i = 0; i < obj->count; i++) {
+        const qkv_json_value *v = &obj->items[i];
+        const char *k = v->key;
+        int e = 0;
+        qkv_status st;
+        if (!strcmp(k, "score")) st = get_enum(v, k, NAMES(score_names), &e), a->score = (qkv_score_kind)e;
+        else if (!strcmp(k, "norm")) st = get_enum(v, k, NAMES(norm_names), &e), a->norm = (qkv_attn_norm)e;
+        else if (!strcmp(k, "relpos")) st = get_enum(v, k, NAMES(relpos_names), &e), a->relpos = (qkv_relpos_kind)e;
+        else if (!strcmp(k, "bias")) st = get_bool(v, k, &a->bias);
+        else if (!strcmp(k, "cos_scale_learnable")) st = get_bool(v, k, &a->cos_scale_learnable);
+        else if (!strcmp(k, "cos_scale_init")) st = get_double(v, k, &a->cos_scale_init);
+        else if (!strcmp(k, "additive_dim")) st = get_int(v, k, &a->additive_dim);
+        else if (!strcmp(k, "relpos_max_distance")) st = get_int(v, k, &a->relpos_max_distance);
+        else if (!strcmp(k, "relpos_buckets")) st = get_int(v, k, &a->relpos_buckets);
+        else if (!strcmp(k, "relpos_bidirectional")) st = get_bool(v, k, &a->relpos_bidirectional);
+        else if (!strcmp(k, "rope_base")) st = get_double(v, k, &a->rope_base);
+        else if (!strcmp(k, "use_fused")) st = get_bool(v, k, &a->use_fused);
+        else st = BAD("unknown key \"%s.%s\"", name, k);
+        if (st) return st;
+    }
+    return QKV_OK;
+}
+
+qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
+    if (!json || !c) return BAD("NULL argument");
+    qkv_json_doc *doc = NULL;
+    qkv_status st = qkv_json_parse(json, strlen(json), &doc, NULL);
+    if (st) return st;
+    const qkv_json_value *root = qkv_json_root(doc);
+    const qkv_json_value *arch = qkv_json_get(root, "arch");
+    int a = 0;
+    if (root->type != QKV_JSON_OBJECT) st = BAD("the configuration must be a JSON object");
+    else if (!arch) st = BAD("missing \"arch\"");
+    else st = get_enum(arch, "arch", NAMES(arch_names), &a);
+    if (!st) {
+        /* defaults for the fields a file may leave out, then every member present */
+        *c = qkv_model_default_config((qkv_arch)a, 64, 1, 1);
+        for (int64_t i = 0; i < root->count && !st; i++) {
+            const qkv_json_value *v = &root->items[i];
+            const char *k = v->key;
+            int e = 0;
+            if (!strcmp(k, "arch")) continue;
+            else if (!strcmp(k, "src_vocab")) st = get_int(v, k, &c->src_vocab);
+            else if (!strcmp(k, "tgt_vocab")) st = get_int(v, k, &c->tgt_vocab);
+            else if (!strcmp(k, "d_model")) st = get_int(v, k, &c->d_model);
+            else if (!strcmp(k, "n_heads")) st = get_int(v, k, &c->n_heads);
+            else if (!strcmp(k, "dim_feedforward")) st = get_int(v, k, &c->dim_feedforward);
+            else if (!strcmp(k, "n_encoder_layers")) st = get_int(v, k, &c->n_encoder_layers);
+            else if (!strcmp(k, "n_decoder_layers")) st = get_int(v, k, &c->n_decoder_layers);
+            else if (!strcmp(k, "max_len")) st = get_int(v, k, &c->max_len);
+            else if (!strcmp(k, "pos")) st = get_enum(v, k, NAMES(pos_names), &e), c->pos = (qkv_abs_pos)e;
+            else if (!strcmp(k, "scale_embeddings")) st = get_bool(v, k, &c->scale_embeddings);
+            else if (!strcmp(k, "norm_first")) st = get_bool(v, k, &c->norm_first);
+            else if (!strcmp(k, "final_norm")) st = get_bool(v, k, &c->final_norm);
+            else if (!strcmp(k, "tie_embeddings")) st = get_bool(v, k, &c->tie_embeddings);
+            else if (!strcmp(k, "activation")) st = get_enum(v, k, NAMES(act_names), &e), c->activation = (qkv_activation)e;
+            else if (!strcmp(k, "dropout")) st = get_double(v, k, &c->dropout);
+            else if (!strcmp(k, "layer_norm_eps")) st = get_double(v, k, &c->layer_norm_eps);
+            else if (!strcmp(k, "head")) st = get_enum(v, k, NAMES(head_names), &e), c->head = (qkv_head_kind)e;
+            else if (!strcmp(k, "pad_id")) st = get_int(v, k, &c->pad_id);
+            else if (!strcmp(k, "self_attn")) st = read_attn(v, k, &c->self_attn);
+            else if (!strcmp(k, "dec_self_attn")) st = read_attn(v, k, &c->dec_self_attn);
+            else if (!strcmp(k, "cross_attn")) st = read_attn(v, k, &c->cross_attn);
+            else st = BAD("unknown key \"%s\"", k);
+        }
+    }
+    qkv_json_free(doc);
+    return st ? st : qkv_model_config_check(c);
+}

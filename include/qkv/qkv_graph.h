@@ -16,7 +16,7 @@
 #ifndef QKV_GRAPH_H
 #define QKV_GRAPH_H
 
-#include "qkv.h"
+#include "qkv_base.h"
 #include <stdbool.h>
 
 #ifdef __cplusplus

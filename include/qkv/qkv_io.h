@@ -26,7 +26,7 @@
 #ifndef QKV_IO_H
 #define QKV_IO_H
 
-#include "qkv.h"
+#include "qkv_base.h"
 #include "qkv_graph.h"
 
 #ifdef __cplusplus

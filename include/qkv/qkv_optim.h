@@ -23,7 +23,7 @@
 #ifndef QKV_OPTIM_H
 #define QKV_OPTIM_H
 
-#include "qkv.h"
+#include "qkv_base.h"
 #include "qkv_graph.h"
 
 #ifdef __cplusplus

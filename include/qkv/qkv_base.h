@@ -1,0 +1,63 @@
+/*
+ * qkv_base.h: the base of the qkv API: export macro, version, status codes, error messages,
+ * threads. Every other public header builds on it; include <qkv/qkv.h> to get them all.
+ *
+ * Every public call that can fail returns a qkv_status. The human-readable reason (which op,
+ * which shapes, file:line inside the library) is kept in a thread-local buffer that
+ * qkv_last_error() returns. The library never calls exit() or abort() on user input.
+ *
+ */
+#ifndef QKV_BASE_H
+#define QKV_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define QKV_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define QKV_API __attribute__((visibility("default")))
+#else
+#define QKV_API
+#endif
+
+#define QKV_VERSION_MAJOR 0
+#define QKV_VERSION_MINOR 1
+#define QKV_VERSION_PATCH 0
+#define QKV_VERSION_STRING "0.1.0"
+
+typedef enum qkv_status {
+    QKV_OK = 0,
+    QKV_ERR_INVALID_ARG, /* a NULL pointer, a negative size, an unknown enum value */
+    QKV_ERR_SHAPE,       /* shapes or dtypes that do not fit the op */
+    QKV_ERR_OOM,         /* allocation failed or a size overflowed */
+    QKV_ERR_IO,          /* open/read/write/rename failed */
+    QKV_ERR_FORMAT,      /* a malformed file */
+    QKV_ERR_UNSUPPORTED, /* valid request this build cannot serve */
+    QKV_ERR_STATE,       /* call made in the wrong state (e.g. backward without a tape) */
+    QKV_ERR_BACKEND      /* BLAS / OpenMP / later CUDA, MPI */
+} qkv_status;
+
+/* "0.1.0 (float, blas=openblas, openmp=on)" */
+QKV_API const char *qkv_version(void);
+/* Short name of a status code: "shape error". */
+QKV_API const char *qkv_status_str(qkv_status s);
+/* The message of the last error raised on this thread ("" if none). */
+QKV_API const char *qkv_last_error(void);
+/* Forget the last error of this thread. */
+QKV_API void qkv_clear_error(void);
+
+/* Threads used by qkv's OpenMP loops and by BLAS (one shared OpenMP runtime). n <= 0: all cores.
+ * Results do not depend on the thread count (see docs/design.md, "Determinism"). */
+QKV_API void qkv_set_num_threads(int n);
+QKV_API int qkv_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

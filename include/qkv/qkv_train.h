@@ -1,0 +1,124 @@
+/*
+ * qkv_train.h: training a qkv_model: one optimiser step over a batch (teacher forcing with
+ * label-smoothed cross-entropy, dropout, gradient accumulation, clipping, AdamW with a schedule),
+ * scheduled sampling, guided attention, and checkpoints that resume bit-identically.
+ *
+ * A batch is plain padded I32 arrays (pad = the model's pad_id):
+ *   encoder-decoder  src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS
+ *   encoder, token   src (B, S), labels (B, S) (QKV_NO_LABEL where there is no label)
+ *   encoder, pooled  src (B, S), labels (B)
+ *   decoder-only     tokens (B, T) in src; the targets are the tokens shifted left (tgt_out)
+ *
+ * Scheduled sampling (Bengio et al. 2015) in the two-pass form of Mihaylova & Martins (2019):
+ * pass 1 decodes the batch with teacher forcing and no gradient; pass 2 decodes again where each
+ * decoder input token after BOS is, with probability 1 - p_gold(step), replaced by pass 1's
+ * prediction for that position (argmax); the loss is pass 2's. p_gold follows
+ *   linear            max(min_gold, 1 - step / decay_steps)
+ *   exponential       max(min_gold, k^step)             (k < 1)
+ *   inverse sigmoid   k / (k + exp(step / k))           (k >= 1)
+ * With p_gold = 1 it is exactly teacher forcing (the test checks bit equality).
+ *
+ * Guided attention (Tachibana et al. 2018): for every cross-attention map A (B, H, T, S) of the
+ * decoder, loss_ga = mean over heads and valid (t, s) of A_ts W_ts with
+ * W_ts = 1 - exp(-(s/S_b - t/T_b)^2 / (2 g^2)), S_b, T_b the true lengths of row b; added to the
+ * loss with a weight. W is 0 on the diagonal, so a perfectly diagonal map costs 0.
+ */
+#ifndef QKV_TRAIN_H
+#define QKV_TRAIN_H
+
+#include "qkv_model.h"
+#include "qkv_optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qkv_ss_kind {
+    QKV_SS_NONE = 0,
+    QKV_SS_LINEAR = 1,
+    QKV_SS_EXPONENTIAL = 2,
+    QKV_SS_INVERSE_SIGMOID = 3
+} qkv_ss_kind;
+
+typedef struct qkv_train_config {
+    qkv_optim_config optim;
+    qkv_lr_schedule schedule;
+    double clip_norm;       /* global gradient-norm clipping; <= 0 disables */
+    double label_smoothing; /* eps of the cross-entropy targets */
+    int32_t accum_steps;    /* batches per optimiser step (gradient accumulation), >= 1 */
+    uint64_t seed;          /* dropout and sampling */
+    /* scheduled sampling (encoder-decoder only) */
+    qkv_ss_kind ss_kind;
+    double ss_k;            /* exponential: k < 1; inverse sigmoid: k >= 1 */
+    int64_t ss_decay_steps; /* linear: steps until p_gold reaches min_gold */
+    double ss_min_gold;
+    /* guided attention (encoder-decoder only) */
+    double guided_weight;   /* 0 disables */
+    double guided_sigma;    /* g, default 0.2 */
+} qkv_train_config;
+
+/* AdamW (betas 0.9, 0.98, eps 1e-9, weight decay 0.01), warm-up 4000 + inverse square root,
+ * clipping at 1, label smoothing 0.1, no accumulation, no scheduled sampling or guidance. */
+QKV_API qkv_train_config qkv_train_default_config(void);
+/* The probability of feeding the gold token at optimiser step `step` (1 for QKV_SS_NONE). */
+QKV_API double qkv_ss_gold_probability(const qkv_train_config *c, int64_t step);
+
+#define QKV_NO_LABEL (-1) /* encoder-only labels: position without a label (padding) */
+
+typedef struct qkv_batch {
+    int32_t batch;         /* B */
+    int32_t src_len;       /* S */
+    int32_t tgt_len;       /* T (encoder-decoder, decoder-only) */
+    const int32_t *src;    /* (B, S) */
+    const int32_t *tgt_in; /* (B, T) encoder-decoder */
+    const int32_t *tgt_out;/* (B, T) encoder-decoder, decoder-only */
+    const int32_t *labels; /* encoder-only: (B, S) token head, (B) pooled head */
+} qkv_batch;
+
+/* The guided attention term for n_maps cross-attention maps (B, H, T, S): mean over the maps,
+ * heads and valid cells (t < tgt_len[b], s < src_len[b]) of A_ts W_ts (see above) -> scalar. */
+QKV_API qkv_tensor *qkv_guided_attention_loss(qkv_ctx *ctx, qkv_tensor *const *maps, int n_maps,
+                                              const int32_t *src_len, const int32_t *tgt_len,
+                                              double sigma);
+
+typedef struct qkv_trainer qkv_trainer;
+
+/* The trainer keeps a reference to m (which must outlive it) and owns its context. */
+QKV_API qkv_status qkv_trainer_new(qkv_model *m, const qkv_train_config *c, qkv_trainer **out);
+QKV_API void qkv_trainer_free(qkv_trainer *t); /* accepts NULL */
+
+typedef struct qkv_step_stats {
+    double loss;          /* mean cross-entropy of the batch (what is logged) */
+    double guided_loss;   /* guided attention term before its weight (0 when off) */
+    int64_t tokens;       /* target tokens that counted (non-pad) */
+    double grad_norm;     /* before clipping; NaN until an optimiser step ran */
+    double lr;            /* rate used by the optimiser step (0 when only accumulating) */
+    double gold_probability; /* scheduled sampling's p_gold this step */
+    bool stepped;         /* an optimiser step was taken (every accum_steps batches) */
+} qkv_step_stats;
+
+/* Forward, backward and (every accum_steps calls) clip + optimiser step. Gradients of the
+ * accumulated batches are averaged. Malformed batches (ids outside the vocabulary, lengths over
+ * max_len, shapes that do not fit the model) are errors with a message; the model is unchanged. */
+QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_batch *b, qkv_step_stats *stats);
+/* Loss of a batch without training (no dropout, no gradient). */
+QKV_API qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_batch *b, double *loss, int64_t *tokens);
+
+/* Optimiser steps taken so far. */
+QKV_API int64_t qkv_trainer_steps(const qkv_trainer *t);
+QKV_API qkv_ctx *qkv_trainer_ctx(qkv_trainer *t);
+
+/* Checkpoints: parameters ("model.<name>"), optimiser moments ("optim.m.<name>",
+ * "optim.v.<name>"), the step, the RNG position and the caller's data position (epoch, batch)
+ * in metadata, the model configuration; written to a temporary file and renamed. Resuming from a
+ * checkpoint and continuing gives bit-identical parameters to never having stopped. */
+QKV_API qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch,
+                                    int64_t data_batch);
+/* Load into a trainer whose model has the checkpoint's configuration. */
+QKV_API qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch,
+                                    int64_t *data_batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,151 @@
+/*
+ * checkpoint.c: training checkpoints. One safetensors file holds, in the build's real dtype,
+ *   model.<name>    every parameter
+ *   optim.m.<name>  the optimiser's first moment (Adam m, SGD momentum)
+ *   optim.v.<name>  the second moment (Adam v)
+ * and in its metadata the model configuration ("qkv.config"), the optimiser step, the RNG
+ * position (seed, step) and the caller's data position (epoch, batch). The file is written to a
+ * temporary name and renamed (qkv_st_save), so a crash never leaves a half-written checkpoint.
+ * Loading validates everything before touching the trainer.
+ */
+#include "trainer_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *block_prefix[3] = {"model.", "optim.m.", "optim.v."};
+static const qkv_param_block block_of[3] = {QKV_BLOCK_DATA, QKV_BLOCK_M, QKV_BLOCK_V};
+
+/* Pointer to tensor i's slice of a parameter block. */
+static qkv_real *slice(const qkv_params *p, qkv_param_block b, int64_t i) {
+    const qkv_tensor *t = qkv_params_get(p, i);
+    return qkv_params_block(p, b) + ((const qkv_real *)t->data - qkv_params_block(p, QKV_BLOCK_DATA));
+}
+
+qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch, int64_t data_batch) {
+    if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_save: NULL argument");
+    if (t->accumulated)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_save: %d batches are accumulated but not applied; save after an "
+                                        "optimiser step", t->accumulated);
+    const qkv_params *p = t->model->params;
+    const int64_t n = qkv_params_count(p);
+    qkv_st_tensor *ts = calloc((size_t)(3 * n), sizeof *ts);
+    char **names = calloc((size_t)(3 * n), sizeof *names);
+    qkv_status st = (!ts || !names) ? QKV_ERROR(QKV_ERR_OOM, "qkv_trainer_save: out of memory") : QKV_OK;
+    for (int64_t k = 0; k < 3 * n && !st; k++) {
+        const int b = (int)(k / n);
+        const qkv_tensor *pt = qkv_params_get(p, k % n);
+        size_t len = strlen(block_prefix[b]) + strlen(pt->name) + 1;
+        names[k] = malloc(len);
+        if (!names[k]) {
+            st = QKV_ERROR(QKV_ERR_OOM, "qkv_trainer_save: out of memory");
+            break;
+        }
+        snprintf(names[k], len, "%s%s", block_prefix[b], pt->name);
+        ts[k] = (qkv_st_tensor){names[k], qkv_dtype_name(QKV_REAL), pt->ndim, pt->shape, slice(p, block_of[b], k % n)};
+    }
+    char json[4096], steps[32], seed[32], rng_step[32], epoch[32], batch[32];
+    if (!st) st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json);
+    if (!st) {
+        uint64_t s, r;
+        qkv_ctx_get_rng(t->ctx, &s, &r);
+        snprintf(steps, sizeof steps, "%" PRId64, t->steps);
+        snprintf(seed, sizeof seed, "%" PRIu64, s);
+        snprintf(rng_step, sizeof rng_step, "%" PRIu64, r);
+        snprintf(epoch, sizeof epoch, "%" PRId64, data_epoch);
+        snprintf(batch, sizeof batch, "%" PRId64, data_batch);
+        const char *keys[] = {"qkv.checkpoint", "qkv.config", "train.steps", "train.rng_seed", "train.rng_step",
+                              "data.epoch", "data.batch"};
+        const char *values[] = {"1", json, steps, seed, rng_step, epoch, batch};
+        st = qkv_st_save(path, ts, 3 * n, keys, values, 7);
+    }
+    for (int64_t k = 0; names && k < 3 * n; k++) free(names[k]);
+    free(names);
+    free(ts);
+    return st;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-') return false;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_i64(const char *s, int64_t *out) {
+    if (!s || !*s) return false;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch, int64_t *data_batch) {
+    if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_load: NULL argument");
+    qkv_st_file *f = NULL;
+    qkv_status st = qkv_st_open(path, &f);
+    if (st) return st;
+    qkv_params *p = t->model->params;
+    const int64_t n = qkv_params_count(p);
+    int64_t steps = 0, epoch = 0, batch = 0;
+    uint64_t seed = 0, rng_step = 0;
+    char json[4096];
+    const char *file_json = qkv_st_metadata_get(f, "qkv.config");
+    if (!qkv_st_metadata_get(f, "qkv.checkpoint") || !file_json)
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: not a qkv training checkpoint", path);
+    else if (!parse_i64(qkv_st_metadata_get(f, "train.steps"), &steps) ||
+             !parse_u64(qkv_st_metadata_get(f, "train.rng_seed"), &seed) ||
+             !parse_u64(qkv_st_metadata_get(f, "train.rng_step"), &rng_step) ||
+             !parse_i64(qkv_st_metadata_get(f, "data.epoch"), &epoch) ||
+             !parse_i64(qkv_st_metadata_get(f, "data.batch"), &batch) || steps < 0)
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: missing or malformed train.* / data.* metadata", path);
+    else if ((st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json)) == QKV_OK && strcmp(json, file_json) != 0)
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: the checkpoint's model configuration differs from this model's", path);
+    /* validate every tensor before copying anything */
+    for (int64_t k = 0; k < 3 * n && !st; k++) {
+        const qkv_tensor *pt = qkv_params_get(p, k % n);
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
+        qkv_st_entry e;
+        if (qkv_st_find(f, name, &e) != QKV_OK) {
+            st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' is missing", path, name);
+            break;
+        }
+        bool same = e.ndim == pt->ndim && e.known_dtype && (e.dtype == QKV_F32 || e.dtype == QKV_F64);
+        for (int d = 0; same && d < e.ndim; d++) same = e.shape[d] == pt->shape[d];
+        if (!same) st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' has the wrong shape or dtype (%s)", path, name, e.dtype_name);
+    }
+    if (!st && qkv_st_count(f) != 3 * n)
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: %lld tensors, expected %lld", path, (long long)qkv_st_count(f), (long long)(3 * n));
+    for (int64_t k = 0; k < 3 * n && !st; k++) {
+        const qkv_tensor *pt = qkv_params_get(p, k % n);
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
+        qkv_st_entry e;
+        qkv_st_find(f, name, &e);
+        qkv_real *dst = slice(p, block_of[k / n], k % n);
+        for (int64_t i = 0, m = qkv_tensor_numel(pt); i < m; i++) {
+            if (e.dtype == QKV_F64) {
+                double v;
+                memcpy(&v, (const char *)e.data + 8 * i, 8);
+                dst[i] = (qkv_real)v;
+            } else {
+                float v;
+                memcpy(&v, (const char *)e.data + 4 * i, 4);
+                dst[i] = (qkv_real)v;
+            }
+        }
+    }
+    qkv_st_close(f);
+    if (st) return st;
+    t->steps = steps;
+    t->accumulated = 0;
+    qkv_ctx_set_rng(t->ctx, seed, rng_step);
+    if (data_epoch) *data_epoch = epoch;
+    if (data_batch) *data_batch = batch;
+    return QKV_OK;
+}

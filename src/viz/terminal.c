@@ -80,6 +80,33 @@ static void put_cell(vz_buf *b, double v, qkv_term_style style, int *bg) {
     }
 }
 
+/* A list of items after a label, separated by two spaces and wrapped to W columns; continuation
+ * lines are indented under the first item. */
+typedef struct {
+    vz_buf *b;
+    int W, indent, col;
+    bool first;
+} wrap;
+
+static void wrap_start(wrap *w, vz_buf *b, int W, const char *label) {
+    vz_puts(b, label);
+    *w = (wrap){b, W, (int)strlen(label), (int)strlen(label), true};
+}
+
+static void wrap_item(wrap *w, const vz_buf *item, int cols) {
+    int sep = w->first ? 1 : 2;
+    if (!w->first && w->col + sep + cols > w->W) {
+        vz_putc(w->b, '\n');
+        spaces(w->b, w->indent);
+        w->col = w->indent;
+        sep = 1;
+    }
+    spaces(w->b, sep);
+    vz_put(w->b, item->p, item->n);
+    w->col += sep + cols;
+    w->first = false;
+}
+
 static void render(vz_buf *b, const qkv_attn_map *m, qkv_term_style style, int W) {
     const vz_text_mode mode = style == QKV_TERM_ASCII ? VZ_TERM_ASCII : VZ_TERM_UTF8;
     const char *border = style == QKV_TERM_ASCII ? "|" : "\xE2\x94\x82"; /* U+2502 */
@@ -122,41 +149,47 @@ static void render(vz_buf *b, const qkv_attn_map *m, qkv_term_style style, int W
             vz_putc(b, '\n');
         }
     }
-    /* key legend, wrapped */
-    vz_puts(b, "keys:");
-    int col = 5;
+    /* key legend and shade legend, wrapped to the width */
+    wrap w;
+    wrap_start(&w, b, W, "keys:");
+    vz_buf item = {0};
     for (int64_t c = 0; c < m->cols && !b->oom; c++) {
-        const char *s = vz_label(m, 1, c, tmp);
-        char idx[24];
-        int n_idx = snprintf(idx, sizeof idx, "%lld=", (long long)c);
-        int item = n_idx + vz_text_cols(s, KEY_LABEL_COLS, mode);
-        if (col > 5 && col + 2 + item > W) {
-            vz_puts(b, "\n     ");
-            col = 5;
-        }
-        spaces(b, col > 5 ? 2 : 1);
-        col += col > 5 ? 2 : 1;
-        vz_puts(b, idx);
-        col += item;
-        vz_put_text(b, s, KEY_LABEL_COLS, mode);
+        item.n = 0;
+        vz_printf(&item, "%lld=", (long long)c);
+        int cols = (int)item.n + vz_put_text(&item, vz_label(m, 1, c, tmp), KEY_LABEL_COLS, mode);
+        wrap_item(&w, &item, cols);
     }
+    if (item.oom) b->oom = true;
     vz_putc(b, '\n');
     if (style == QKV_TERM_COLOR) {
-        vz_puts(b, "colours: 0 ");
+        wrap_start(&w, b, W, "colours:");
+        item.n = 0;
+        vz_puts(&item, "0 ");
         int bg = -1;
-        for (int i = 0; i < 10; i++)
-            put_cell(b, (i + 0.5) / 10, style, &bg);
-        vz_puts(b, "\x1b[0m 1  ?? NaN\n");
-    } else if (style == QKV_TERM_ASCII) {
-        vz_puts(b,
-                "shades: \" \" [0,.2)  \".\" [.2,.4)  \":\" [.4,.6)  \"*\" [.6,.8)  \"#\" [.8,1]  "
-                "\"??\" NaN\n");
+        for (int i = 0; i < 5; i++)
+            put_cell(&item, (i + 0.5) / 5, style, &bg);
+        vz_puts(&item, "\x1b[0m 1");
+        wrap_item(&w, &item, 14);
     } else {
-        vz_printf(b,
-                  "shades: \" \" [0,.2)  \"%s\" [.2,.4)  \"%s\" [.4,.6)  \"%s\" [.6,.8)  \"%s\" "
-                  "[.8,1]  \"??\" NaN\n",
-                  shade_utf8[1], shade_utf8[2], shade_utf8[3], shade_utf8[4]);
+        wrap_start(&w, b, W, "shades:");
+        static const char *const range[5] = {"[0,.2)", "[.2,.4)", "[.4,.6)", "[.6,.8)", "[.8,1]"};
+        for (int i = 0; i < 5; i++) {
+            item.n = 0;
+            vz_putc(&item, '"');
+            if (style == QKV_TERM_ASCII)
+                vz_putc(&item, shade_ascii[i]);
+            else
+                vz_puts(&item, shade_utf8[i]);
+            vz_printf(&item, "\" %s", range[i]);
+            wrap_item(&w, &item, 4 + (int)strlen(range[i]));
+        }
     }
+    item.n = 0;
+    vz_puts(&item, "\"??\" NaN");
+    wrap_item(&w, &item, 7);
+    vz_putc(b, '\n');
+    if (item.oom) b->oom = true;
+    vz_free(&item);
 }
 
 qkv_status qkv_attn_terminal(FILE *f, const qkv_attn_map *m, const qkv_term_opts *opts) {

@@ -166,7 +166,8 @@ QKV_API qkv_status qkv_attn_terminal(FILE *f, const qkv_attn_map *m, const qkv_t
 typedef struct qkv_series {
     const char *name;    /* legend; NULL: "series <i>" */
     const double *step;  /* x values (the training step), n of them */
-    const double *value; /* y values; non-finite ones (and <= 0 on a log axis) leave a gap */
+    const double *value; /* y values; a point with a non-finite x or y, |x| or |y| > 1e300, or
+                            y <= 0 on a log axis is not drawn and leaves a gap */
     int64_t n;
 } qkv_series;
 

@@ -267,12 +267,14 @@ typedef struct qkv_batcher qkv_batcher;
 QKV_API qkv_status qkv_batcher_new(const qkv_dataset *d, const qkv_batch_opts *opts,
                                    qkv_batcher **out);
 QKV_API void qkv_batcher_free(qkv_batcher *b); /* accepts NULL */
-/* The next batch; after the last batch of an epoch it continues with batch 0 of the next. */
+/* The next batch. After the last batch of epoch e the batcher stands at (e + 1, 0): tell,
+ * num_batches and the next call all refer to the epoch of the next batch. */
 QKV_API qkv_status qkv_batcher_next(qkv_batcher *b, qkv_batch *out);
-/* Batches in the current epoch (may differ between epochs when bucket_width > 1). */
+/* Batches in the epoch of the next batch (may differ between epochs when bucket_width > 1). */
 QKV_API int64_t qkv_batcher_num_batches(const qkv_batcher *b);
 QKV_API qkv_batch_pos qkv_batcher_tell(const qkv_batcher *b);
-/* Continue from a saved position (0 <= batch <= the epoch's number of batches). */
+/* Continue from a saved position (0 <= batch <= the epoch's number of batches; the end of epoch
+ * e is the same position as the start of epoch e + 1). */
 QKV_API qkv_status qkv_batcher_seek(qkv_batcher *b, qkv_batch_pos pos);
 /* "epoch=3 batch=17 fingerprint=0123456789abcdef" (for checkpoint metadata) and back. */
 QKV_API void qkv_batch_pos_format(qkv_batch_pos pos, char *buf, size_t size);

@@ -327,12 +327,14 @@ static qkv_status fill(qkv_batcher *b, int64_t index, qkv_batch *out) {
     return QKV_OK;
 }
 
+/* After the last batch of an epoch the next epoch is planned at once, so the position, the
+ * number of batches and a saved checkpoint always refer to the epoch of the next batch. */
 qkv_status qkv_batcher_next(qkv_batcher *b, qkv_batch *out) {
     if (!b || !out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_batcher_next: NULL argument");
-    if (b->next == b->nb) plan(b, b->epoch + 1);
     qkv_status st = fill(b, b->next, out);
-    if (!st) b->next++;
-    return st;
+    if (st) return st;
+    if (++b->next == b->nb) plan(b, b->epoch + 1);
+    return QKV_OK;
 }
 
 int64_t qkv_batcher_num_batches(const qkv_batcher *b) {
@@ -364,6 +366,7 @@ qkv_status qkv_batcher_seek(qkv_batcher *b, qkv_batch_pos pos) {
                          (long long)pos.batch, (unsigned long long)pos.epoch, (long long)nb);
     }
     b->next = pos.batch;
+    if (b->next == b->nb) plan(b, b->epoch + 1); /* the end of an epoch: the next one */
     return QKV_OK;
 }
 

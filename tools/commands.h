@@ -9,5 +9,6 @@ typedef struct {
 } qkv_command;
 
 int qkv_cmd_inspect(int argc, char **argv);
+int qkv_cmd_data(int argc, char **argv);
 
 #endif

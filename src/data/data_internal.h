@@ -1,0 +1,63 @@
+/*
+ * data_internal.h (internal): what the data layer's files share: a growable byte buffer, whole-file
+ * reading, atomic file writing, directory creation, quoting of bad input for messages, strict
+ * decimal parsing, and the vocabulary's symbol table used by the converters.
+ */
+#ifndef QKV_DATA_INTERNAL_H
+#define QKV_DATA_INTERNAL_H
+
+#include "qkv/qkv_data.h"
+
+#include "../core/internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- growable byte buffer: appends never fail; oom is sticky and checked once at the end ---- */
+
+typedef struct qkv__buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} qkv__buf;
+
+void qkv__buf_add(qkv__buf *b, const void *data, size_t n);
+void qkv__buf_str(qkv__buf *b, const char *s);
+void qkv__buf_ch(qkv__buf *b, char c);
+void qkv__buf_i64(qkv__buf *b, int64_t v);
+void qkv__buf_free(qkv__buf *b);
+
+/* ---- files ---- */
+
+/* The whole file, NUL-terminated (*len excludes the NUL); malloc'd, caller frees. `who` starts
+ * the message: "<who>: <path>: cannot open: <strerror>" (QKV_ERR_IO). */
+qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t *len);
+/* data[0, len) to "<path>.tmp.<pid>", fsync, rename over path; the temporary file is removed on
+ * failure (QKV_ERR_IO "<who>: <path>: <step> failed: <strerror>"). */
+qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t len);
+/* mkdir -p (mode 0777 & ~umask). */
+qkv_status qkv__mkdirs(const char *who, const char *path);
+/* "dir/name" into a malloc'd string (NULL on OOM). */
+char *qkv__path_join(const char *dir, const char *name);
+
+/* ---- messages ---- */
+
+/* s[0, len) quoted for a message: control and non-ASCII bytes as \xNN, \t as \t, truncated to
+ * about 40 characters with "...". buf holds at least 200 bytes. */
+const char *qkv__quote(char *buf, size_t size, const char *s, size_t len);
+
+/* ---- parsing ---- */
+
+/* s[0, len) is a decimal integer in [0, max] (no sign, no leading zeros except "0"). */
+bool qkv__parse_uint(const char *s, size_t len, int64_t max, int64_t *out);
+/* Bytes of the UTF-8 character at s[0, n): 1..4, or 0 when it is malformed (overlong forms,
+ * surrogates and code points above U+10FFFF are malformed). */
+int qkv__utf8_char_len(const unsigned char *s, size_t n);
+
+/* ---- vocabulary internals shared with the converters ---- */
+
+/* Id of sym[0, len) with its FNV-1a hash precomputed, or -1. */
+int32_t qkv__vocab_find_hashed(const qkv_vocab *v, const char *sym, size_t len, uint32_t hash);
+
+#endif

@@ -65,7 +65,7 @@ QKV_API double qkv_ss_gold_probability(const qkv_train_config *c, int64_t step);
 
 #define QKV_NO_LABEL (-1) /* encoder-only labels: position without a label (padding) */
 
-typedef struct qkv_batch {
+typedef struct qkv_train_batch {
     int32_t batch;         /* B */
     int32_t src_len;       /* S */
     int32_t tgt_len;       /* T (encoder-decoder, decoder-only) */
@@ -73,7 +73,7 @@ typedef struct qkv_batch {
     const int32_t *tgt_in; /* (B, T) encoder-decoder */
     const int32_t *tgt_out;/* (B, T) encoder-decoder, decoder-only */
     const int32_t *labels; /* encoder-only: (B, S) token head, (B) pooled head */
-} qkv_batch;
+} qkv_train_batch;
 
 /* The guided attention term for n_maps cross-attention maps (B, H, T, S): mean over the maps,
  * heads and valid cells (t < tgt_len[b], s < src_len[b]) of A_ts W_ts (see above) -> scalar. */
@@ -100,9 +100,9 @@ typedef struct qkv_step_stats {
 /* Forward, backward and (every accum_steps calls) clip + optimiser step. Gradients of the
  * accumulated batches are averaged. Malformed batches (ids outside the vocabulary, lengths over
  * max_len, shapes that do not fit the model) are errors with a message; the model is unchanged. */
-QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_batch *b, qkv_step_stats *stats);
+QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats);
 /* Loss of a batch without training (no dropout, no gradient). */
-QKV_API qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_batch *b, double *loss, int64_t *tokens);
+QKV_API qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_train_batch *b, double *loss, int64_t *tokens);
 
 /* Optimiser steps taken so far. */
 QKV_API int64_t qkv_trainer_steps(const qkv_trainer *t);

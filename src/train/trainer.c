@@ -109,7 +109,7 @@ static int64_t count_not(const int32_t *x, int64_t n, int32_t skip) {
 }
 
 /* The guided attention term of a batch: true lengths from the padding. */
-static qkv_tensor *guided_loss(qkv_ctx *ctx, const qkv_trainer *t, const qkv_batch *b, qkv_tensor **maps) {
+static qkv_tensor *guided_loss(qkv_ctx *ctx, const qkv_trainer *t, const qkv_train_batch *b, qkv_tensor **maps) {
     const int32_t pad = t->model->cfg.pad_id;
     int32_t *src_len = qkv__scratch(ctx, sizeof(int32_t) * (size_t)b->batch);
     int32_t *tgt_len = qkv__scratch(ctx, sizeof(int32_t) * (size_t)b->batch);
@@ -123,7 +123,7 @@ static qkv_tensor *guided_loss(qkv_ctx *ctx, const qkv_trainer *t, const qkv_bat
 
 /* Scheduled sampling's decoder input: gold tokens, each after BOS replaced with probability
  * 1 - p_gold by pass 1's prediction of it. */
-static qkv_tensor *mixed_decoder_input(qkv_ctx *ctx, const qkv_trainer *t, const qkv_batch *b, qkv_tensor *src,
+static qkv_tensor *mixed_decoder_input(qkv_ctx *ctx, const qkv_trainer *t, const qkv_train_batch *b, qkv_tensor *src,
                                        qkv_tensor *tgt_in, double p_gold) {
     const qkv_model *m = t->model;
     const int64_t B = b->batch, T = b->tgt_len;
@@ -149,7 +149,7 @@ static qkv_tensor *mixed_decoder_input(qkv_ctx *ctx, const qkv_trainer *t, const
 }
 
 /* Forward of the batch to the scalar loss to minimise; *ce receives the cross-entropy. */
-static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_batch *b, double p_gold, qkv_tensor **ce_out,
+static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batch *b, double p_gold, qkv_tensor **ce_out,
                               qkv_tensor **guided_out, int64_t *tokens) {
     const qkv_model *m = t->model;
     const qkv_model_config *c = &m->cfg;
@@ -197,7 +197,7 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_batch *b, 
     return ce;
 }
 
-qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_batch *b, qkv_step_stats *stats) {
+qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats) {
     if (!t || !b) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_step: NULL argument");
     qkv_step_stats s;
     memset(&s, 0, sizeof s);
@@ -234,7 +234,7 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_batch *b, qkv_step_stats *
     return QKV_OK;
 }
 
-qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_batch *b, double *loss, int64_t *tokens) {
+qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_train_batch *b, double *loss, int64_t *tokens) {
     if (!t || !b) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_eval_loss: NULL argument");
     qkv_ctx *ctx = t->ctx;
     uint64_t seed, step;

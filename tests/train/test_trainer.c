@@ -27,7 +27,7 @@ static qkv_model *tiny_seq2seq(uint64_t seed, double dropout) { return seq2seq_m
 /* copy task: target = source; rows have different lengths (padding) */
 typedef struct {
     int32_t src[B * S], tgt_in[B * T], tgt_out[B * T];
-    qkv_batch batch;
+    qkv_train_batch batch;
 } copy_batch;
 
 static void make_copy_batch(copy_batch *cb, uint64_t seed) {
@@ -43,7 +43,7 @@ static void make_copy_batch(copy_batch *cb, uint64_t seed) {
         }
         cb->tgt_out[r * T + len] = 2;
     }
-    cb->batch = (qkv_batch){.batch = B, .src_len = S, .tgt_len = T, .src = cb->src, .tgt_in = cb->tgt_in, .tgt_out = cb->tgt_out};
+    cb->batch = (qkv_train_batch){.batch = B, .src_len = S, .tgt_len = T, .src = cb->src, .tgt_in = cb->tgt_in, .tgt_out = cb->tgt_out};
 }
 
 static qkv_train_config quick_config(void) {
@@ -221,9 +221,9 @@ TEST(gradient_accumulation_equals_the_whole_batch) {
             whole.tgt_in[r * T + i + 1] = whole.tgt_out[r * T + i] = whole.src[r * S + i];
             whole.tgt_out[r * T + S] = 2;
         }
-    qkv_batch halves[2];
+    qkv_train_batch halves[2];
     for (int h = 0; h < 2; h++)
-        halves[h] = (qkv_batch){.batch = B / 2, .src_len = S, .tgt_len = T, .src = whole.src + h * (B / 2) * S,
+        halves[h] = (qkv_train_batch){.batch = B / 2, .src_len = S, .tgt_len = T, .src = whole.src + h * (B / 2) * S,
                                 .tgt_in = whole.tgt_in + h * (B / 2) * T, .tgt_out = whole.tgt_out + h * (B / 2) * T};
     c.accum_steps = 1;
     qkv_model *m1 = tiny_seq2seq(9, 0);

@@ -1,0 +1,63 @@
+/* test_config.c: the configuration files of the qkv CLI (tools/config.c). */
+#include "config.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+TEST(config_reads_values_overrides_and_reports_unknown_keys) {
+    char path[] = "/tmp/qkv_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    write_file(path, "# a model\nmodel.d_model = 256\n\n  data.train = a b=c.tsv  \nmodel.norm_first = true\nmodel.dropuot = 0.1\n");
+    config c;
+    CHECK(config_load(&c, path));
+    CHECK(config_set(&c, "model.d_model=128"));
+    int64_t d = 0;
+    const char *train = NULL;
+    bool nf = false;
+    double dropout = 0;
+    CHECK(config_int(&c, "model.d_model", 64, 1, 4096, &d) && d == 128); /* --set wins */
+    CHECK(config_str(&c, "data.train", NULL, &train) && !strcmp(train, "a b=c.tsv"));
+    CHECK(config_bool(&c, "model.norm_first", false, &nf) && nf);
+    CHECK(config_double(&c, "model.dropout", 0.25, 0, 1, &dropout) && dropout == 0.25); /* absent: default */
+    CHECK(!config_check_unused(&c));
+    char want[600];
+    snprintf(want, sizeof want, "%s:6: unknown key 'model.dropuot'", path);
+    CHECK_MSG(!strcmp(c.error, want), "error '%s', expected '%s'", c.error, want);
+    config_free(&c);
+    unlink(path);
+}
+
+TEST(config_rejects_malformed_lines_and_values) {
+    char path[] = "/tmp/qkv_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    config c;
+    write_file(path, "model.d_model 256\n");
+    CHECK(!config_load(&c, path) && strstr(c.error, ":1: expected 'key = value'"));
+    config_free(&c);
+    write_file(path, "a = 1\na = 2\n");
+    CHECK(!config_load(&c, path) && strstr(c.error, ":2: key 'a' is set twice"));
+    config_free(&c);
+    write_file(path, "model.layers = three\nmodel.heads = 0\nmodel.act = swish\nflag = maybe\n");
+    CHECK(config_load(&c, path));
+    int64_t v;
+    int e;
+    bool b;
+    CHECK(!config_int(&c, "model.layers", 1, 1, 10, &v) && strstr(c.error, ":1: model.layers = 'three' is not an integer"));
+    CHECK(!config_int(&c, "model.heads", 1, 1, 64, &v) && strstr(c.error, ":2: model.heads = 0 is outside [1, 64]"));
+    CHECK(!config_enum(&c, "model.act", 0, (const char *[]){"relu", "gelu"}, 2, &e) && strstr(c.error, "not one of: relu, gelu"));
+    CHECK(!config_bool(&c, "flag", false, &b) && strstr(c.error, ":4: flag = 'maybe'"));
+    CHECK(!config_set(&c, "novalue") && strstr(c.error, "expected key=value"));
+    config_free(&c);
+    CHECK(!config_load(&c, "/nonexistent/qkv.conf") && strstr(c.error, "/nonexistent/qkv.conf: No such file"));
+    config_free(&c);
+    unlink(path);
+}

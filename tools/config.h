@@ -1,0 +1,52 @@
+/*
+ * config.h: the configuration files of `qkv train` / `qkv eval`:
+ *
+ *   # comment
+ *   model.d_model = 256
+ *   data.train    = data/g2p/cmudict.nostress.train.tsv
+ *
+ * one `key = value` per line (spaces around both trimmed, values may contain spaces and '=');
+ * command-line `--set key=value` overrides a file value or adds a key. Every key must be read by
+ * the program: after parsing, config_check_unused() reports any key nobody asked for as
+ * "FILE:LINE: unknown key 'x'" (or "--set: unknown key 'x'"), so a typo never passes silently.
+ * Typed getters report a bad value with its file and line.
+ */
+#ifndef QKV_TOOLS_CONFIG_H
+#define QKV_TOOLS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct config_entry {
+    char *key, *value;
+    const char *file; /* "--set" for command-line overrides */
+    int line;
+    bool used;
+} config_entry;
+
+typedef struct config {
+    config_entry *entries;
+    int n, cap;
+    char *path;
+    char error[512]; /* the first error, "FILE:LINE: ..." */
+} config;
+
+/* Parse a file (path may be NULL for an empty configuration). Returns false with cfg->error. */
+bool config_load(config *cfg, const char *path);
+/* Apply "key=value". Returns false with cfg->error when it is not of that form. */
+bool config_set(config *cfg, const char *assignment);
+void config_free(config *cfg);
+
+/* Getters: the value of key, or def when absent. On a malformed value they return false and set
+ * cfg->error (the caller stops). */
+bool config_str(config *cfg, const char *key, const char *def, const char **out);
+bool config_int(config *cfg, const char *key, int64_t def, int64_t min, int64_t max, int64_t *out);
+bool config_double(config *cfg, const char *key, double def, double min, double max, double *out);
+bool config_bool(config *cfg, const char *key, bool def, bool *out);
+/* One of names[0..n) -> its index. */
+bool config_enum(config *cfg, const char *key, int def, const char *const *names, int n, int *out);
+
+/* False (with cfg->error naming the first one) when some key was never read. */
+bool config_check_unused(config *cfg);
+
+#endif

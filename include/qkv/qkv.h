@@ -6,7 +6,8 @@
  * qkv_last_error() returns. The library never calls exit() or abort() on user input.
  *
  * Lower layers: qkv_graph.h (tensors, context, tape, parameters), qkv_ops.h (the op catalogue),
- * qkv_io.h (safetensors files), qkv_optim.h (optimisers and schedules).
+ * qkv_io.h (safetensors files), qkv_optim.h (optimisers and schedules), qkv_decode.h (greedy,
+ * beam search and sampling with a KV cache).
  */
 #ifndef QKV_QKV_H
 #define QKV_QKV_H
@@ -64,6 +65,7 @@ QKV_API int qkv_get_num_threads(void);
 #include "qkv_graph.h"
 #include "qkv_nn.h"
 #include "qkv_model.h"
+#include "qkv_decode.h"
 #include "qkv_io.h"
 #include "qkv_optim.h"
 

@@ -33,7 +33,9 @@ struct qkv_session {
     int32_t *src;            /* (n, S) contiguous: the source ids of each row */
     qkv_real *memory;        /* use_cache false: (n, S, C) contiguous encoder output */
     qkv_tensor memory_t;     /* header over memory */
-    unsigned char *scratch;  /* qkv_session_gather: one buffer of the largest per-row block x N */
+    int32_t *src_of;         /* (N) which source row the per-source data at each position holds */
+    int32_t *src_next, *move_from, *move_to; /* (N) each: qkv_session_gather's work lists */
+    unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;
 };
 

@@ -12,9 +12,12 @@
  * header (qkv_tensor) over a buffer is an ordinary contiguous tensor. Step tensors live in the
  * session's context arena, which every step resets.
  *
- * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis, done
- * on every cached tensor: rows move in place when the kept rows are increasing (finished rows
- * leaving), otherwise through the scratch buffer. Only the filled positions are copied.
+ * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
+ * move in place when the kept rows are increasing (finished rows leaving), otherwise through the
+ * scratch buffer, and only the filled positions are copied. The self-attention caches and token
+ * histories move with every reorder; what depends on the source alone (cross-attention caches,
+ * source ids, memory) is identical for the beams of a sentence, so those rows move only where a
+ * position must hold another source's data (src_of tracks which source each position holds).
  *
  * Dims: N rows, L positions, S source length, C d_model, H heads, D = C / H.
  */
@@ -126,12 +129,20 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->tokens = calloc(N * L, sizeof *s->tokens);
         s->src = calloc(N * (Smax ? Smax : 1), sizeof *s->src);
         s->scratch = malloc(s->scratch_bytes);
+        s->src_of = malloc(sizeof(int32_t) * 4 * N);
         if (!s->self_kv || (p->use_cache && ed && !s->cross_kv) ||
             (!p->use_cache && ed && !s->memory) || !s->headers || !s->caches || !s->tokens ||
-            !s->src || !s->scratch)
+            !s->src || !s->scratch || !s->src_of)
             st = QKV_ERROR(
                 QKV_ERR_OOM,
                 "qkv_session_new: out of memory for the caches of %zu rows x %zu positions", N, L);
+    }
+    if (!st) {
+        s->src_next = s->src_of + N;
+        s->move_from = s->src_of + 2 * N;
+        s->move_to = s->src_of + 3 * N;
+        for (size_t r = 0; r < N; r++)
+            s->src_of[r] = -1;
     }
     if (!st) {
         qkv_ctx_params cp = qkv_ctx_default_params();
@@ -183,6 +194,7 @@ void qkv_session_free(qkv_session *s) {
     free(s->tokens);
     free(s->src);
     free(s->scratch);
+    free(s->src_of);
     free(s);
 }
 
@@ -213,6 +225,8 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     s->S = S;
     s->t = 0;
     memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
+    for (int32_t r = 0; r < s->p.max_rows; r++)
+        s->src_of[r] = r < B ? r : -1;
     qkv__session_sync_headers(s);
     qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
     qkv_tensor *memory = qkv_model_encode(ctx, s->m, ids, NULL); /* (B, S, C) */
@@ -249,39 +263,42 @@ qkv_status qkv_session_start(qkv_session *s, int32_t n_rows) {
     return QKV_OK;
 }
 
-/* Rows of `outer` blocks: row r of a buffer is `mid` runs of `run` used elements at stride
- * `stride` (elements of esize bytes) starting at r * mid * stride. New row i = old row rows[i]. */
+/* A buffer of rows: row r is `mid` runs of `run` used elements at stride `stride` (elements of
+ * esize bytes), starting at element r * mid * stride. */
 typedef struct {
     void *base;
     int64_t mid, stride, run;
     size_t esize;
 } row_layout;
 
-static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *rows, int32_t n_new,
-                        bool in_place) {
+/* Row to[k] (k if to is NULL) becomes old row from[k], k < n. in_place when from[k] >= to[k] and
+ * both increase: each row is then written after every read from it. */
+static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from, const int32_t *to,
+                        int32_t n, bool in_place) {
     unsigned char *base = g->base;
     const size_t row_bytes = (size_t)(g->mid * g->stride) * g->esize,
                  run_bytes = (size_t)g->run * g->esize;
     const size_t packed = (size_t)g->mid * run_bytes; /* one row in the scratch buffer */
     if (run_bytes == 0) return;
-    if (in_place) { /* rows[i] >= i, increasing: row i is written after every read from it */
-        for (int32_t i = 0; i < n_new; i++)
-            if (rows[i] != i)
+#define AT(row, h) (base + (size_t)(row)*row_bytes + (size_t)((h)*g->stride) * g->esize)
+    if (in_place) {
+        for (int32_t k = 0; k < n; k++) {
+            const int32_t dst = to ? to[k] : k;
+            if (from[k] != dst)
                 for (int64_t h = 0; h < g->mid; h++)
-                    memcpy(base + (size_t)i * row_bytes + (size_t)(h * g->stride) * g->esize,
-                           base + (size_t)rows[i] * row_bytes + (size_t)(h * g->stride) * g->esize,
-                           run_bytes);
+                    memcpy(AT(dst, h), AT(from[k], h), run_bytes);
+        }
         return;
     }
-    for (int32_t i = 0; i < n_new; i++)
+    for (int32_t k = 0; k < n; k++)
         for (int64_t h = 0; h < g->mid; h++)
-            memcpy(s->scratch + (size_t)i * packed + (size_t)h * run_bytes,
-                   base + (size_t)rows[i] * row_bytes + (size_t)(h * g->stride) * g->esize,
+            memcpy(s->scratch + (size_t)k * packed + (size_t)h * run_bytes, AT(from[k], h),
                    run_bytes);
-    for (int32_t i = 0; i < n_new; i++)
+    for (int32_t k = 0; k < n; k++)
         for (int64_t h = 0; h < g->mid; h++)
-            memcpy(base + (size_t)i * row_bytes + (size_t)(h * g->stride) * g->esize,
-                   s->scratch + (size_t)i * packed + (size_t)h * run_bytes, run_bytes);
+            memcpy(AT(to ? to[k] : k, h), s->scratch + (size_t)k * packed + (size_t)h * run_bytes,
+                   run_bytes);
+#undef AT
 }
 
 qkv_status qkv_session_gather(qkv_session *s, const int32_t *rows, int32_t n_rows) {
@@ -303,24 +320,39 @@ qkv_status qkv_session_gather(qkv_session *s, const int32_t *rows, int32_t n_row
     }
     if (!identity) {
         const int64_t H = s->H, D = s->D, L = s->L, S = s->S, C = s->C, N = s->p.max_rows;
+        /* what depends on the row's own tokens: the self-attention caches and the history */
         for (int32_t l = 0; l < s->n_layers; l++)
             for (int k = 0; k < 2; k++) {
                 row_layout self = {s->self_kv + (size_t)(2 * l + k) * (size_t)(N * H * L * D), H,
                                    L * D, s->t * D, sizeof(qkv_real)};
-                gather_rows(s, &self, rows, n_rows, in_place);
-                if (s->cross_kv) {
-                    row_layout cross = {s->cross_kv + (size_t)(2 * l + k) *
-                                                          (size_t)(N * H * s->p.max_src_len * D),
-                                        1, H * S * D, H * S * D, sizeof(qkv_real)};
-                    gather_rows(s, &cross, rows, n_rows, in_place);
-                }
+                gather_rows(s, &self, rows, NULL, n_rows, in_place);
             }
-        gather_rows(s, &(row_layout){s->tokens, 1, L, s->t, sizeof(int32_t)}, rows, n_rows,
+        gather_rows(s, &(row_layout){s->tokens, 1, L, s->t, sizeof(int32_t)}, rows, NULL, n_rows,
                     in_place);
-        gather_rows(s, &(row_layout){s->src, 1, S, S, sizeof(int32_t)}, rows, n_rows, in_place);
+        /* what depends on the source only (cross-attention caches, source ids, memory): the beams
+         * of a sentence share it, so a row moves only where the source it needs is not the one
+         * its position already holds */
+        int32_t n_move = 0;
+        for (int32_t i = 0; i < n_rows; i++) {
+            s->src_next[i] = s->src_of[rows[i]];
+            if (s->src_next[i] != s->src_of[i]) {
+                s->move_from[n_move] = rows[i];
+                s->move_to[n_move++] = i;
+            }
+        }
+        for (int32_t l = 0; s->cross_kv && l < s->n_layers; l++)
+            for (int k = 0; k < 2; k++) {
+                row_layout cross = {s->cross_kv + (size_t)(2 * l + k) *
+                                                      (size_t)(N * H * s->p.max_src_len * D),
+                                    1, H * S * D, H * S * D, sizeof(qkv_real)};
+                gather_rows(s, &cross, s->move_from, s->move_to, n_move, in_place);
+            }
+        gather_rows(s, &(row_layout){s->src, 1, S, S, sizeof(int32_t)}, s->move_from, s->move_to,
+                    n_move, in_place);
         if (s->memory)
-            gather_rows(s, &(row_layout){s->memory, 1, S * C, S * C, sizeof(qkv_real)}, rows,
-                        n_rows, in_place);
+            gather_rows(s, &(row_layout){s->memory, 1, S * C, S * C, sizeof(qkv_real)},
+                        s->move_from, s->move_to, n_move, in_place);
+        memcpy(s->src_of, s->src_next, sizeof(int32_t) * (size_t)n_rows);
     }
     s->n = n_rows;
     qkv__session_sync_headers(s);

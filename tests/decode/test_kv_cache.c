@@ -131,39 +131,43 @@ TEST(kv_cache_gather_moves_every_row_with_its_cache) {
                 qkv_session *s = open_session(m, 4, cache, 0);
                 if (!s) continue;
                 qkv_tensor *logits = NULL;
-                int32_t head[B * 4];
+                int32_t head[B * 3];
                 for (int32_t b = 0; b < B; b++)
-                    memcpy(head + b * 4, tgt_ids + b * T, sizeof head[0] * 4);
-                CHECK_OK(qkv_session_step(s, head, 4, &logits));
-                /* expand and reorder: new rows 2, 0, 0, 1; then keep new rows 1 and 3 (in place) */
-                const int32_t rows[4] = {2, 0, 0, 1}, keep[2] = {1, 3};
+                    memcpy(head + b * 3, tgt_ids + b * T, sizeof head[0] * 3);
+                CHECK_OK(qkv_session_step(s, head, 3, &logits));
+                /* expand and reorder: new rows 2, 0, 0, 1; keep rows 1 and 3 (in place, positions
+                 * 2 and 3 keep stale data); then expand again over the stale positions */
+                const int32_t rows[4] = {2, 0, 0, 1}, keep[2] = {1, 3}, again[4] = {1, 0, 1, 1};
                 CHECK_OK(qkv_session_gather(s, rows, 4));
                 CHECK(qkv_session_rows(s) == 4);
                 const int32_t *h2 = qkv_session_tokens(s, 0);
-                CHECK(h2 && dt_same_tokens(h2, 4, tgt_ids + 2 * T, 4));
-                const int32_t more[4 * 2] = {3, 4, 5, 6, 7, 8, 6, 5};
+                CHECK(h2 && dt_same_tokens(h2, 3, tgt_ids + 2 * T, 3));
+                const int32_t more[4 * 2] = {3, 4, 5, 6, 7, 8, 6, 5}, last[2 * 2] = {4, 4, 3, 8};
+                const int32_t final[4 * 2] = {5, 6, 7, 8, 3, 4, 8, 7};
                 CHECK_OK(qkv_session_step(s, more, 2, &logits));
                 CHECK_OK(qkv_session_gather(s, keep, 2));
-                const int32_t last[2 * 3] = {4, 4, 3, 3, 8, 7};
-                CHECK_OK(qkv_session_step(s, last, 3, &logits));
+                CHECK_OK(qkv_session_step(s, last, 2, &logits));
+                CHECK_OK(qkv_session_gather(s, again, 4));
+                CHECK_OK(qkv_session_step(s, final, 2, &logits));
                 if (!logits) {
                     qkv_session_free(s);
                     continue;
                 }
-                /* reference: the gathered rows' full sequences */
-                int32_t src2[2 * S], tgt2[2 * T];
-                for (int32_t i = 0; i < 2; i++) {
-                    const int32_t old = rows[keep[i]];
+                /* reference: the full sequences of the rows' ancestries */
+                int32_t src2[4 * S], tgt2[4 * T];
+                for (int32_t i = 0; i < 4; i++) {
+                    const int32_t k = keep[again[i]], old = rows[k];
                     memcpy(src2 + i * S, src_ids + old * S, sizeof(int32_t) * S);
-                    memcpy(tgt2 + i * T, tgt_ids + old * T, sizeof(int32_t) * 4);
-                    memcpy(tgt2 + i * T + 4, more + keep[i] * 2, sizeof(int32_t) * 2);
-                    memcpy(tgt2 + i * T + 6, last + i * 3, sizeof(int32_t) * 3);
+                    memcpy(tgt2 + i * T, tgt_ids + old * T, sizeof(int32_t) * 3);
+                    memcpy(tgt2 + i * T + 3, more + k * 2, sizeof(int32_t) * 2);
+                    memcpy(tgt2 + i * T + 5, last + again[i] * 2, sizeof(int32_t) * 2);
+                    memcpy(tgt2 + i * T + 7, final + i * 2, sizeof(int32_t) * 2);
                 }
-                qkv_real *full = full_forward(m, src2, tgt2, 2, T);
-                for (int32_t i = 0; full && i < 2; i++) {
+                qkv_real *full = full_forward(m, src2, tgt2, 4, T);
+                for (int32_t i = 0; full && i < 4; i++) {
                     const double d =
-                        tu_max_rel_diff((const qkv_real *)logits->data + (size_t)i * 3 * V,
-                                        full + ((size_t)i * T + 6) * V, 3 * V);
+                        tu_max_rel_diff((const qkv_real *)logits->data + (size_t)i * 2 * V,
+                                        full + ((size_t)i * T + 7) * V, 2 * V);
                     CHECK_MSG(d <= DT_TOL, "%s %s (%s): row %d after gathers differs by %g",
                               v->name, arch ? "LM" : "seq2seq", cache ? "cached" : "uncached", i,
                               d);

@@ -10,8 +10,8 @@
  *
  * Randomness: u = U1 + U2 2^-24 in [0, 1) from Philox at (seed, position, sample id), sample id
  * = b * n_best + i, so a draw depends on neither the batch composition of a step nor the thread
- * count; the token is the first (in the order above: descending q, then id) whose cumulative
- * mass exceeds u times the kept mass.
+ * count; the token is the first whose cumulative mass exceeds u times the kept mass, walking the
+ * tokens by id (no truncation) or by descending q, then id (with top-k or top-p).
  *
  * n_best independent samples per input run as rows of one batch (rows leave it as they end).
  *

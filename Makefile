@@ -45,6 +45,7 @@ demo: build
 bench: build
 	$(BUILD)/bench_gemm
 	$(BUILD)/bench_attention
+	$(BUILD)/bench_decode
 
 clean:
 	rm -rf build

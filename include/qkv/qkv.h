@@ -6,6 +6,7 @@
  *   qkv_ops.h    the op catalogue (one header per family in ops/), every op with a proven backward
  *   qkv_nn.h     multi-head attention, Transformer encoder and decoder layers
  *   qkv_model.h  encoder-decoder, encoder-only and decoder-only models, model files
+ *   qkv_decode.h greedy, beam search and sampling with a KV cache (sessions)
  *   qkv_io.h     safetensors files, parameter save/load
  *   qkv_optim.h  SGD, Adam, AdamW, learning-rate schedules, gradient clipping
  *   qkv_train.h  the trainer: steps, scheduled sampling, guided attention, checkpoints
@@ -18,6 +19,7 @@
 #include "qkv_ops.h"
 #include "qkv_nn.h"
 #include "qkv_model.h"
+#include "qkv_decode.h"
 #include "qkv_io.h"
 #include "qkv_optim.h"
 #include "qkv_train.h"

@@ -88,6 +88,36 @@ QKV_API qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *
                                     qkv_tensor *key, qkv_tensor *value, const qkv_mask *mask,
                                     qkv_tensor **weights_out);
 
+/* ---- incremental attention (decoding with a KV cache; src/nn/mha_cached.c) -----------------
+ * Autoregressive decoding feeds T new positions t0 .. t0+T-1 at a time (T = 1 per generated
+ * token, T > 1 for a prompt). A self-attention cache holds the keys and values of every earlier
+ * position, so a step projects only the new rows and attends over the cache; a cross-attention
+ * cache holds the projected encoder memory, computed once per source. The result equals rows
+ * t0 .. t0+T-1 of qkv_mha_forward over the whole sequence with a causal mask, for every score
+ * function, normaliser and relative encoding (RoPE rotates the new q and k at their positions;
+ * Shaw, T5 and ALiBi measure distances from query position t0 + i).
+ *
+ * Caches are caller-owned tensors (N, H, L, D) (real dtype, last dim contiguous, any other
+ * strides; e.g. headers over memory a decoding session allocates once). Writing into them is not
+ * differentiable: these calls fail when gradients are enabled and a parameter requires one
+ * (decode with qkv_ctx_set_grad_enabled(ctx, false)). */
+
+/* Cross-attention: project memory (N, S, C) to keys and values (RoPE: keys rotated at positions
+ * 0 .. S-1) and write them into cache_k / cache_v (N, H, S, D). Returns the context status. */
+QKV_API qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memory,
+                                        qkv_tensor *cache_k, qkv_tensor *cache_v);
+/* One incremental attention step; x (N, T, C) holds the query rows of positions t0 .. t0+T-1.
+ *   self_attn true:  cache_k / cache_v (N, H, L, D) hold positions 0 .. t0-1; the keys and values
+ *                    of x are written at t0 .. t0+T-1 (t0 + T <= L) and query i attends to keys
+ *                    j <= t0 + i. mask: NULL or only key_padding (N, t0+T) (the causal rule is
+ *                    implied; other rules are refused).
+ *   self_attn false: cache_k / cache_v (N, H, S, D) from qkv_mha_cache_memory; every key may be
+ *                    attended subject to mask (NULL, or e.g. the memory's key_padding (N, S)).
+ * -> (N, T, C). weights_out: NULL or receives the weights (N, H, T, keys) (unfused path). */
+QKV_API qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x,
+                                 qkv_tensor *cache_k, qkv_tensor *cache_v, int64_t t0,
+                                 bool self_attn, const qkv_mask *mask, qkv_tensor **weights_out);
+
 /* ---- Transformer layers (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer) --------
  * post-LN (norm_first false):  x = norm1(x + SA(x));  x = norm2(x + FF(x))
  * pre-LN  (norm_first true):   x = x + SA(norm1(x));  x = x + FF(norm2(x))
@@ -134,6 +164,21 @@ QKV_API qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, 
                                               qkv_tensor *memory, const qkv_mask *self_mask,
                                               const qkv_mask *cross_mask, qkv_tensor **self_weights,
                                               qkv_tensor **cross_weights);
+
+/* Incremental step of a layer (src/nn/layer_step.c): the caches of one layer. */
+typedef struct qkv_layer_cache {
+    qkv_tensor *self_k, *self_v;   /* (N, H, L, D): self-attention keys / values by position */
+    qkv_tensor *cross_k, *cross_v; /* decoder layers: (N, H, S, D) projected memory */
+} qkv_layer_cache;
+/* x (N, T, C) at positions t0 .. t0+T-1 -> (N, T, C), equal to those rows of the layer's forward
+ * over the whole sequence with a causal self-attention mask: a decoder layer (self-attention,
+ * cross-attention on the cached memory, feed-forward) or an encoder layer used causally (the
+ * stack of a decoder-only LM; no cross-attention). self_mask / cross_mask / weights as in
+ * qkv_mha_step. */
+QKV_API qkv_tensor *qkv_layer_step(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, int64_t t0,
+                                   const qkv_layer_cache *cache, const qkv_mask *self_mask,
+                                   const qkv_mask *cross_mask, qkv_tensor **self_weights,
+                                   qkv_tensor **cross_weights);
 
 #ifdef __cplusplus
 }

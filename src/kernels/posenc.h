@@ -25,10 +25,16 @@ typedef struct qkv_t5_geom {
     const int32_t *bucket;
 } qkv_t5_geom;
 
-/* Shaw geometry: N rows (all leading dims times T); row n is query i = n % T. */
+/* Shaw geometry: N rows (all leading dims times T); row n is the query at position
+ * i = offset + n % T (offset 0 unless the op's *_at variant gave one); key j sits at j. */
 typedef struct qkv_shaw_geom {
-    int64_t N, T, S, D, K;
+    int64_t N, T, S, D, K, offset;
 } qkv_shaw_geom;
+
+/* Position of the query of row n. */
+static inline int64_t qkv__shaw_query(const qkv_shaw_geom *g, int64_t n) {
+    return g->offset + n % g->T;
+}
 
 typedef struct qkv_posenc_kernels {
     /* RoPE over N blocks of (T, D): y = rot(+angle) x, or with inverse rot(-angle) x (the
@@ -78,18 +84,19 @@ static inline int64_t qkv__shaw_row(int64_t i, int64_t j, int64_t K) {
     return (d < -K ? -K : d > K ? K : d) + K;
 }
 
-/* The table rows Shaw's op can touch: distances j - i lie in [-(T-1), S-1], so rows
- * [*r_lo, *r_lo + count) with count <= 2K+1 (fewer when K exceeds the sequence lengths).
+/* The table rows Shaw's op can touch: distances j - i lie in [-(offset+T-1), S-1-offset], so
+ * rows [*r_lo, *r_lo + count) with count <= 2K+1 (fewer when K exceeds the sequence lengths).
  * Returns count (0 when T or S is 0). */
 static inline int64_t qkv__shaw_rows_used(const qkv_shaw_geom *g, int64_t *r_lo) {
     if (g->T <= 0 || g->S <= 0) {
         *r_lo = 0;
         return 0;
     }
-    const int64_t lo = (-(g->T - 1) < -g->K ? -g->K : -(g->T - 1)) + g->K;
-    const int64_t hi = (g->S - 1 > g->K ? g->K : g->S - 1) + g->K;
-    *r_lo = lo;
-    return hi - lo + 1;
+    int64_t dlo = -(g->offset + g->T - 1), dhi = g->S - 1 - g->offset; /* dlo <= dhi */
+    dlo = dlo < -g->K ? -g->K : dlo > g->K ? g->K : dlo;
+    dhi = dhi < -g->K ? -g->K : dhi > g->K ? g->K : dhi;
+    *r_lo = dlo + g->K;
+    return dhi - dlo + 1;
 }
 
 /* Reals of scratch a Shaw kernel needs: `copies` (N, rows used) matrices. */

@@ -116,7 +116,7 @@ static void shaw_gather(const qkv_shaw_geom *g, int64_t r_lo, int64_t R, const q
 #pragma omp parallel for schedule(static) if (g->N * S > POSENC_GRAIN)
 #endif
     for (int64_t n = 0; n < g->N; n++) {
-        const int64_t i = n % g->T;
+        const int64_t i = qkv__shaw_query(g, n);
         int64_t lo_end, hi_start;
         shaw_runs(g, i, &lo_end, &hi_start);
         const qkv_real *p = P + n * R;
@@ -148,7 +148,7 @@ static void shaw_bucket(const qkv_shaw_geom *g, int64_t r_lo, int64_t R, const q
 #pragma omp parallel for schedule(static) if (g->N * S > POSENC_GRAIN)
 #endif
     for (int64_t n = 0; n < g->N; n++) {
-        const int64_t i = n % g->T;
+        const int64_t i = qkv__shaw_query(g, n);
         int64_t lo_end, hi_start;
         shaw_runs(g, i, &lo_end, &hi_start);
         const qkv_real *x = in + n * S;

@@ -55,7 +55,7 @@ static void shaw_scores_fwd(const qkv_shaw_geom *g, const qkv_real *q, const qkv
     (void)scratch;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t j = 0; j < g->S; j++) {
-            const qkv_real *a = rel_k + qkv__shaw_row(n % g->T, j, g->K) * g->D;
+            const qkv_real *a = rel_k + qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) * g->D;
             double acc = 0;
             for (int64_t d = 0; d < g->D; d++)
                 acc += (double)q[n * g->D + d] * a[d];
@@ -72,7 +72,7 @@ static void shaw_scores_bwd(const qkv_shaw_geom *g, const qkv_real *q, const qkv
                 double acc = 0;
                 for (int64_t j = 0; j < g->S; j++)
                     acc += (double)de[n * g->S + j] *
-                           rel_k[qkv__shaw_row(n % g->T, j, g->K) * g->D + d];
+                           rel_k[qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) * g->D + d];
                 dq[n * g->D + d] += (qkv_real)acc;
             }
     if (drel_k) /* drel_k[r, d] = sum over (n, j) with k(i, j) = r of de[n, j] q[n, d] */
@@ -81,7 +81,7 @@ static void shaw_scores_bwd(const qkv_shaw_geom *g, const qkv_real *q, const qkv
                 double acc = 0;
                 for (int64_t n = 0; n < g->N; n++)
                     for (int64_t j = 0; j < g->S; j++)
-                        if (qkv__shaw_row(n % g->T, j, g->K) == r)
+                        if (qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) == r)
                             acc += (double)de[n * g->S + j] * q[n * g->D + d];
                 drel_k[r * g->D + d] += (qkv_real)acc;
             }
@@ -94,7 +94,8 @@ static void shaw_values_fwd(const qkv_shaw_geom *g, const qkv_real *a, const qkv
         for (int64_t d = 0; d < g->D; d++) {
             double acc = 0;
             for (int64_t j = 0; j < g->S; j++)
-                acc += (double)a[n * g->S + j] * rel_v[qkv__shaw_row(n % g->T, j, g->K) * g->D + d];
+                acc += (double)a[n * g->S + j] *
+                       rel_v[qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) * g->D + d];
             o[n * g->D + d] = (qkv_real)acc;
         }
 }
@@ -106,7 +107,7 @@ static void shaw_values_bwd(const qkv_shaw_geom *g, const qkv_real *a, const qkv
     if (da) /* da[n, j] = do[n, :] . rel_v[k(i, j), :] */
         for (int64_t n = 0; n < g->N; n++)
             for (int64_t j = 0; j < g->S; j++) {
-                const qkv_real *v = rel_v + qkv__shaw_row(n % g->T, j, g->K) * g->D;
+                const qkv_real *v = rel_v + qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) * g->D;
                 double acc = 0;
                 for (int64_t d = 0; d < g->D; d++)
                     acc += (double)dout[n * g->D + d] * v[d];
@@ -118,7 +119,7 @@ static void shaw_values_bwd(const qkv_shaw_geom *g, const qkv_real *a, const qkv
                 double acc = 0;
                 for (int64_t n = 0; n < g->N; n++)
                     for (int64_t j = 0; j < g->S; j++)
-                        if (qkv__shaw_row(n % g->T, j, g->K) == r)
+                        if (qkv__shaw_row(qkv__shaw_query(g, n), j, g->K) == r)
                             acc += (double)a[n * g->S + j] * dout[n * g->D + d];
                 drel_v[r * g->D + d] += (qkv_real)acc;
             }

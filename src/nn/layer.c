@@ -8,7 +8,7 @@
  *   and its feed-forward block uses norm3.
  *   FF(x) = linear2(drop(act(linear1(x))))
  */
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -90,7 +90,7 @@ static qkv_tensor *norm(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x) 
     return qkv_layernorm(ctx, x, l->norm_weight[i], l->norm_bias[i], l->cfg.layer_norm_eps);
 }
 
-static qkv_tensor *feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x) {
+qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x) {
     qkv_tensor *h = qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias); /* (B, T, F) */
     switch (l->cfg.activation) {
     case QKV_ACT_RELU: h = qkv_relu(ctx, h); break;
@@ -111,7 +111,7 @@ static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, su
     switch (kind) {
     case SUB_SELF: f = qkv_mha_forward(ctx, &l->self_attn, in, in, in, mask, weights); break;
     case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, weights); break;
-    case SUB_FF: f = feed_forward(ctx, l, in); break;
+    case SUB_FF: f = qkv__layer_feed_forward(ctx, l, in); break;
     }
     qkv_tensor *sum = qkv_add(ctx, x, qkv_dropout(ctx, f, l->cfg.dropout));
     return l->cfg.norm_first ? sum : norm(ctx, l, norm_index, sum);

@@ -4,8 +4,12 @@
  * Dims: B batch, T query length, S key length, C model width, H heads, D = C / H, A additive width.
  * Self-attention runs one GEMM x (B, T, C) . in_proj_weight^T (C, 3C) and splits q, k, v as views;
  * cross-attention runs one GEMM for q and one for k and v together.
+ *
+ * The projection, the scores and the attention-plus-output stages are shared with the incremental
+ * decoding step (mha_cached.c) through nn_internal.h; they take the position of the first query
+ * (query_offset, 0 here) so relative encodings see the right distances.
  */
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -99,9 +103,7 @@ void qkv_mha_reset_parameters(qkv_mha *m, uint64_t seed) {
     if (m->t5_bias) qkv_init_normal(m->t5_bias, 0, 0.1, seed, 9);
 }
 
-/* Project x (B, L, C) with rows [first*C, (first+count)*C) of in_proj and split into `count`
- * head tensors (B, H, L, D) (strided views of one GEMM's output). */
-static void project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, int count, qkv_tensor **heads) {
+void qkv__mha_project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, int count, qkv_tensor **heads) {
     const int64_t C = m->cfg.d_model, H = m->cfg.n_heads, D = C / H;
     qkv_tensor *w = qkv_narrow(ctx, m->in_proj_weight, 0, first * C, count * C); /* (count C, C) */
     qkv_tensor *b = m->in_proj_bias ? qkv_narrow(ctx, m->in_proj_bias, 0, first * C, count * C) : NULL;
@@ -112,8 +114,7 @@ static void project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, in
     for (int i = 0; i < count; i++) heads[i] = qkv_narrow(ctx, t, 1, i * H, H);                 /* (B, H, L, D) */
 }
 
-/* Scores (B, H, T, S) of the configured score function and relative-position terms. */
-static qkv_tensor *scores_for(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k) {
+qkv_tensor *qkv__mha_scores(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k, int64_t query_offset) {
     const qkv_mha_config *c = &m->cfg;
     const int64_t H = c->n_heads, D = head_dim(c), T = q->shape[2], S = k->shape[2];
     const double inv_sqrt_d = 1 / sqrt((double)D);
@@ -140,13 +141,14 @@ static qkv_tensor *scores_for(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv
     }
     switch (c->relpos) {
     case QKV_RELPOS_SHAW: /* e_ij += q_i . a^K_{j-i}, scaled like the content term */
-        e = qkv_add(ctx, e, qkv_scale(ctx, qkv_shaw_scores(ctx, q, m->rel_k, S), content_scale));
+        e = qkv_add(ctx, e, qkv_scale(ctx, qkv_shaw_scores_at(ctx, q, m->rel_k, S, query_offset), content_scale));
         break;
     case QKV_RELPOS_T5:
-        e = qkv_add(ctx, e, qkv_t5_bias(ctx, m->t5_bias, T, S, c->relpos_bidirectional, max_distance(c)));
+        e = qkv_add(ctx, e,
+                    qkv_t5_bias_at(ctx, m->t5_bias, T, S, query_offset, c->relpos_bidirectional, max_distance(c)));
         break;
     case QKV_RELPOS_ALIBI:
-        e = qkv_add(ctx, e, qkv_alibi_bias(ctx, H, T, S));
+        e = qkv_add(ctx, e, qkv_alibi_bias_at(ctx, H, T, S, query_offset));
         break;
     case QKV_RELPOS_NONE:
     case QKV_RELPOS_ROPE: break;
@@ -160,7 +162,7 @@ qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query, q
     if (!QKV_OP_BEGIN(ctx, "mha", query, key, value)) return NULL;
     if (!m || !m->in_proj_weight) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "mha: module is not initialised");
     const qkv_mha_config *c = &m->cfg;
-    const int64_t C = c->d_model, H = c->n_heads, D = C / H;
+    const int64_t C = c->d_model;
     char bq[96], bk[96], bv[96];
     if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != C || key->shape[2] != C ||
         value->shape[2] != C || key->shape[0] != query->shape[0] || value->shape[0] != query->shape[0] ||
@@ -171,17 +173,17 @@ qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query, q
     qkv_tensor *q = NULL, *k = NULL, *v = NULL;
     if (query == key && key == value) { /* self-attention: one GEMM for q, k, v */
         qkv_tensor *qkv[3] = {NULL, NULL, NULL};
-        project(ctx, m, query, 0, 3, qkv);
+        qkv__mha_project(ctx, m, query, 0, 3, qkv);
         q = qkv[0], k = qkv[1], v = qkv[2];
     } else {
-        project(ctx, m, query, 0, 1, &q);
+        qkv__mha_project(ctx, m, query, 0, 1, &q);
         if (key == value) {
             qkv_tensor *kv[2] = {NULL, NULL};
-            project(ctx, m, key, 1, 2, kv);
+            qkv__mha_project(ctx, m, key, 1, 2, kv);
             k = kv[0], v = kv[1];
         } else {
-            project(ctx, m, key, 1, 1, &k);
-            project(ctx, m, value, 2, 1, &v);
+            qkv__mha_project(ctx, m, key, 1, 1, &k);
+            qkv__mha_project(ctx, m, value, 2, 1, &v);
         }
     }
     if (ctx->status) return NULL;
@@ -189,10 +191,21 @@ qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query, q
         q = qkv_rope(ctx, q, 0, c->rope_base);
         k = qkv_rope(ctx, k, 0, c->rope_base);
     }
+    return qkv__mha_attend(ctx, m, q, k, v, mask, 0, weights_out);
+}
+
+qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
+                            const qkv_mask *mask, int64_t query_offset, qkv_tensor **weights_out) {
+    if (weights_out) *weights_out = NULL;
+    if (ctx->status) return NULL;
+    const qkv_mha_config *c = &m->cfg;
+    const int64_t H = c->n_heads, D = c->d_model / H;
     const bool dropout_on = ctx->training && c->dropout > 0;
+    /* qkv_sdpa's ALiBi term counts queries from 0: with an offset the bias goes through the scores */
     const bool fused = c->use_fused && !weights_out && !dropout_on && c->score == QKV_SCORE_SCALED_DOT &&
                        c->norm == QKV_NORM_SOFTMAX &&
-                       (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE || c->relpos == QKV_RELPOS_ALIBI);
+                       (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE ||
+                        (c->relpos == QKV_RELPOS_ALIBI && query_offset == 0));
     qkv_tensor *o; /* (B, H, T, D) */
     if (fused) {
         qkv_real *slopes = NULL;
@@ -203,12 +216,12 @@ qkv_tensor *qkv_mha_forward(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *query, q
         }
         o = qkv_sdpa(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes);
     } else {
-        qkv_tensor *e = scores_for(ctx, m, q, k);                   /* (B, H, T, S) */
+        qkv_tensor *e = qkv__mha_scores(ctx, m, q, k, query_offset); /* (B, H, T, S) */
         qkv_tensor *a = qkv_attn_normalize(ctx, e, c->norm, mask);  /* (B, H, T, S) */
         if (weights_out) *weights_out = a;
         qkv_tensor *ad = qkv_dropout(ctx, a, c->dropout);
         o = qkv_matmul(ctx, ad, v, false, false); /* (B, H, T, D) */
-        if (c->relpos == QKV_RELPOS_SHAW) o = qkv_add(ctx, o, qkv_shaw_values(ctx, ad, m->rel_v));
+        if (c->relpos == QKV_RELPOS_SHAW) o = qkv_add(ctx, o, qkv_shaw_values_at(ctx, ad, m->rel_v, query_offset));
     }
     qkv_tensor *merged = qkv_merge_heads(ctx, o);                           /* (B, T, C) */
     qkv_tensor *y = qkv_linear(ctx, merged, m->out_proj_weight, m->out_proj_bias); /* (B, T, C) */

@@ -4,7 +4,7 @@
  *
  * Dims: B batch, S source length, T target length, C d_model, V vocabulary, K classes.
  */
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -218,15 +218,21 @@ static bool check_ids(qkv_ctx *ctx, const qkv_model *m, const char *op, qkv_tens
     return true;
 }
 
-/* ids (B, L) -> (B, L, C): embedding (* sqrt C) + absolute positions, then dropout. */
-static qkv_tensor *embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids) {
+/* ids (B, L) -> (B, L, C): embedding (* sqrt C) + absolute positions offset .. offset+L-1, then
+ * dropout. */
+qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids,
+                             int64_t offset) {
     const qkv_model_config *c = &m->cfg;
     const int64_t L = ids->shape[1];
     qkv_tensor *x = qkv_embedding(ctx, table, ids);
     if (c->scale_embeddings) x = qkv_scale(ctx, x, sqrt((double)c->d_model));
-    if (c->pos == QKV_POS_SINUSOIDAL) x = qkv_add(ctx, x, qkv_sinusoidal_pe(ctx, L, c->d_model, 0));
-    if (c->pos == QKV_POS_LEARNED) x = qkv_add(ctx, x, qkv_embedding(ctx, pos, qkv_arange(ctx, 0, L)));
+    if (c->pos == QKV_POS_SINUSOIDAL) x = qkv_add(ctx, x, qkv_sinusoidal_pe(ctx, L, c->d_model, offset));
+    if (c->pos == QKV_POS_LEARNED) x = qkv_add(ctx, x, qkv_embedding(ctx, pos, qkv_arange(ctx, offset, L)));
     return qkv_dropout(ctx, x, c->dropout);
+}
+
+static qkv_tensor *embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids) {
+    return qkv__model_embed(ctx, m, table, pos, ids, 0);
 }
 
 static qkv_tensor *final_norm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b) {

@@ -10,7 +10,10 @@
  * Dv) The caller adds the first to the content scores q_i . k_j before scaling by 1/sqrt(D) and
  * normalising, and the second to the content output sum_j a_ij v_j.
  *
- * Backward (nothing saved; both inputs are on the tape):
+ * The *_at variants place query i at position query_offset + i (incremental decoding: T new
+ * queries after query_offset earlier positions), so the distance is j - query_offset - i.
+ *
+ * Backward (nothing saved; both inputs are on the tape; the offset is kept in the entry):
  *   scores: dq_i += sum_j de_ij a^K_{k(i,j)},  da^K_r += sum_{k(i,j)=r} de_ij q_i
  *   values: da_ij += do_i . a^V_{k(i,j)},       da^V_r += sum_{k(i,j)=r} a_ij do_i
  * The fast kernels group keys by clipped distance so each product is one GEMM (kernels/posenc.h).
@@ -54,17 +57,19 @@ static qkv_real *shaw_scratch(qkv_ctx *ctx, const char *op, const qkv_shaw_geom 
 
 /* ---- scores ---------------------------------------------------------------------------------- */
 
-static qkv_shaw_geom scores_geom(const qkv_tensor *q, const qkv_tensor *rel_k, int64_t S) {
+static qkv_shaw_geom scores_geom(const qkv_tensor *q, const qkv_tensor *rel_k, int64_t S,
+                                 int64_t offset) {
     return (qkv_shaw_geom){.N = qkv__rows(q),
                            .T = q->shape[q->ndim - 2],
                            .S = S,
                            .D = qkv__last(q),
-                           .K = (rel_k->shape[0] - 1) / 2};
+                           .K = (rel_k->shape[0] - 1) / 2,
+                           .offset = offset};
 }
 
 static void shaw_scores_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *q = e->in[0], *rel_k = e->in[1];
-    const qkv_shaw_geom g = scores_geom(q, rel_k, qkv__last(e->out));
+    const qkv_shaw_geom g = scores_geom(q, rel_k, qkv__last(e->out), e->i[0]);
     qkv_real *dq = qkv__grad(ctx, q), *drel = qkv__grad(ctx, rel_k);
     if (!dq && !drel) return;
     qkv_real *scratch = shaw_scratch(ctx, "shaw_scores", &g, 1);
@@ -76,6 +81,11 @@ static void shaw_scores_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
 static const qkv_op_desc shaw_scores_op = {"shaw_scores", shaw_scores_backward};
 
 qkv_tensor *qkv_shaw_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int64_t S) {
+    return qkv_shaw_scores_at(ctx, q, rel_k, S, 0);
+}
+
+qkv_tensor *qkv_shaw_scores_at(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int64_t S,
+                               int64_t query_offset) {
     if (!QKV_OP_BEGIN(ctx, "shaw_scores", q, rel_k)) return NULL;
     if (!qkv__check_real(ctx, "shaw_scores", q, "q")) return NULL;
     char bq[96];
@@ -86,6 +96,9 @@ qkv_tensor *qkv_shaw_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int6
     if (S < 0)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "shaw_scores: key count S = %lld must be >= 0",
                         (long long)S);
+    if (query_offset < 0)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "shaw_scores: query_offset = %lld must be >= 0",
+                        (long long)query_offset);
     q = qkv__contig(ctx, q);
     rel_k = qkv__contig(ctx, rel_k);
     if (ctx->status) return NULL;
@@ -95,28 +108,30 @@ qkv_tensor *qkv_shaw_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int6
     shape[q->ndim - 1] = S;
     qkv_tensor *e = qkv__alloc(ctx, QKV_REAL, q->ndim, shape); /* (..., T, S) */
     if (!e) return NULL;
-    const qkv_shaw_geom g = scores_geom(q, rel_k, S);
+    const qkv_shaw_geom g = scores_geom(q, rel_k, S, query_offset);
     qkv_real *scratch = shaw_scratch(ctx, "shaw_scores", &g, 1);
     if (!scratch) return NULL;
     qkv_posenc_kernels_for(ctx)->shaw_scores_fwd(&g, qkv__data(q), qkv__data(rel_k), qkv__data(e),
                                                  scratch);
-    qkv__record(ctx, &shaw_scores_op, e, 2, (qkv_tensor *[]){q, rel_k});
+    qkv_tape_entry *te = qkv__record(ctx, &shaw_scores_op, e, 2, (qkv_tensor *[]){q, rel_k});
+    if (te) te->i[0] = query_offset;
     return e;
 }
 
 /* ---- values ---------------------------------------------------------------------------------- */
 
-static qkv_shaw_geom values_geom(const qkv_tensor *a, const qkv_tensor *rel_v) {
+static qkv_shaw_geom values_geom(const qkv_tensor *a, const qkv_tensor *rel_v, int64_t offset) {
     return (qkv_shaw_geom){.N = qkv__rows(a),
                            .T = a->shape[a->ndim - 2],
                            .S = qkv__last(a),
                            .D = rel_v->shape[1],
-                           .K = (rel_v->shape[0] - 1) / 2};
+                           .K = (rel_v->shape[0] - 1) / 2,
+                           .offset = offset};
 }
 
 static void shaw_values_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *a = e->in[0], *rel_v = e->in[1];
-    const qkv_shaw_geom g = values_geom(a, rel_v);
+    const qkv_shaw_geom g = values_geom(a, rel_v, e->i[0]);
     qkv_real *da = qkv__grad(ctx, a), *drel = qkv__grad(ctx, rel_v);
     if (!da && !drel) return;
     qkv_real *scratch = shaw_scratch(ctx, "shaw_values", &g, 2);
@@ -128,6 +143,11 @@ static void shaw_values_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
 static const qkv_op_desc shaw_values_op = {"shaw_values", shaw_values_backward};
 
 qkv_tensor *qkv_shaw_values(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v) {
+    return qkv_shaw_values_at(ctx, weights, rel_v, 0);
+}
+
+qkv_tensor *qkv_shaw_values_at(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v,
+                               int64_t query_offset) {
     if (!QKV_OP_BEGIN(ctx, "shaw_values", weights, rel_v)) return NULL;
     if (!qkv__check_real(ctx, "shaw_values", weights, "weights")) return NULL;
     char bw[96];
@@ -135,6 +155,9 @@ qkv_tensor *qkv_shaw_values(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "shaw_values: weights %s must be (..., T, S)",
                         qkv_tensor_shape_str(weights, bw, sizeof bw));
     if (!check_table(ctx, "shaw_values", rel_v, "rel_v", -1)) return NULL;
+    if (query_offset < 0)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "shaw_values: query_offset = %lld must be >= 0",
+                        (long long)query_offset);
     weights = qkv__contig(ctx, weights);
     rel_v = qkv__contig(ctx, rel_v);
     if (ctx->status) return NULL;
@@ -144,11 +167,12 @@ qkv_tensor *qkv_shaw_values(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v
     shape[weights->ndim - 1] = rel_v->shape[1];
     qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, weights->ndim, shape); /* (..., T, Dv) */
     if (!o) return NULL;
-    const qkv_shaw_geom g = values_geom(weights, rel_v);
+    const qkv_shaw_geom g = values_geom(weights, rel_v, query_offset);
     qkv_real *scratch = shaw_scratch(ctx, "shaw_values", &g, 1);
     if (!scratch) return NULL;
     qkv_posenc_kernels_for(ctx)->shaw_values_fwd(&g, qkv__data(weights), qkv__data(rel_v),
                                                  qkv__data(o), scratch);
-    qkv__record(ctx, &shaw_values_op, o, 2, (qkv_tensor *[]){weights, rel_v});
+    qkv_tape_entry *te = qkv__record(ctx, &shaw_values_op, o, 2, (qkv_tensor *[]){weights, rel_v});
+    if (te) te->i[0] = query_offset;
     return o;
 }

@@ -18,6 +18,7 @@
  * - qkv_rope, qkv_shaw_scores and qkv_shaw_values accept any leading dims (2 to 4 dims: (T, D),
  *   (B, T, D), (B, H, T, D)); the attention layers pass (B, H, T, D);
  * - qkv_t5_bucket returns -1 (and sets qkv_last_error) for arguments T5 cannot bucket.
+ * - qkv_shaw_scores_at and qkv_shaw_values_at add a query offset (incremental decoding).
  */
 #ifndef QKV_OPS_POSENC_H
 #define QKV_OPS_POSENC_H
@@ -85,6 +86,12 @@ QKV_API qkv_tensor *qkv_t5_bias_at(qkv_ctx *ctx, qkv_tensor *table, int64_t T, i
  * Both differentiate in both inputs. */
 QKV_API qkv_tensor *qkv_shaw_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int64_t S);
 QKV_API qkv_tensor *qkv_shaw_values(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v);
+/* The same with query i at position query_offset + i: k(i, j) = clamp(j - query_offset - i, -K,
+ * K). query_offset >= 0. */
+QKV_API qkv_tensor *qkv_shaw_scores_at(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, int64_t S,
+                                       int64_t query_offset);
+QKV_API qkv_tensor *qkv_shaw_values_at(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *rel_v,
+                                       int64_t query_offset);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,344 @@
+/*
+ * decode.c: the decoding entry points (qkv_decode for encoder-decoder models, qkv_generate for
+ * decoder-only LMs): parameter defaults and validation, the job description the strategies share,
+ * the common start of every search (encode or start, feed the shared prompt prefix, replicate
+ * rows), log-probabilities, length penalties and the hypotheses.
+ *
+ * Positions: an encoder-decoder row starts from the prompt [BOS]; a decoder-only row from its
+ * user prompt. Position t of input b is forced while t < prompt_len[b] and generated after, so
+ * prompts of different lengths decode in one batch without padding: the positions every prompt
+ * covers (prompt_min) are fed in one step, the remaining prompt tokens of longer prompts are fed
+ * as forced steps while shorter ones already generate. A hypothesis of at most max_len tokens
+ * needs prompt_len + max_len - 1 positions (the last token is never fed).
+ *
+ * Dims: B inputs, N rows, V target vocabulary.
+ */
+#include "infer_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+qkv_decode_params qkv_decode_default_params(void) {
+    qkv_decode_params p;
+    memset(&p, 0, sizeof p);
+    p.strategy = QKV_DECODE_BEAM;
+    p.max_len = 0;
+    p.beam_size = 4;
+    p.n_best = 1;
+    p.length_penalty = QKV_LENGTH_PENALTY_AVERAGE;
+    p.alpha = 0.6;
+    p.temperature = 1;
+    p.top_k = 0;
+    p.top_p = 1;
+    p.seed = 0;
+    p.bos_id = 1;
+    p.eos_id = 2;
+    p.use_cache = true;
+    p.kernels = QKV_KERNELS_FAST;
+    return p;
+}
+
+double qkv_length_penalty_value(qkv_length_penalty kind, double alpha, int32_t length) {
+    switch (kind) {
+    case QKV_LENGTH_PENALTY_AVERAGE:
+        return (double)length;
+    case QKV_LENGTH_PENALTY_GNMT:
+        return pow((5.0 + (double)length) / 6.0, alpha);
+    case QKV_LENGTH_PENALTY_NONE:
+        break;
+    }
+    return 1.0;
+}
+
+void qkv_hypotheses_free(qkv_hypotheses *h) {
+    if (!h) return;
+    if (h->hyp)
+        for (int64_t i = 0; i < (int64_t)h->batch * h->n_best; i++)
+            free(h->hyp[i].tokens);
+    free(h->hyp);
+    free(h->count);
+    memset(h, 0, sizeof *h);
+}
+
+/* ---- validation -------------------------------------------------------------------------------
+ */
+
+#define BAD(...) QKV_ERROR(QKV_ERR_INVALID_ARG, __VA_ARGS__)
+
+static qkv_status check_params(const char *fn, const qkv_decode_params *p, const qkv_model *m) {
+    const int32_t V = m->cfg.tgt_vocab;
+    if ((unsigned)p->strategy > QKV_DECODE_SAMPLE)
+        return BAD("%s: unknown strategy %d", fn, (int)p->strategy);
+    if (p->max_len < 0)
+        return BAD("%s: max_len %d must be >= 0 (0: the model's limit)", fn, p->max_len);
+    if (p->n_best < 1) return BAD("%s: n_best %d must be >= 1", fn, p->n_best);
+    if (p->strategy == QKV_DECODE_BEAM && (p->beam_size < 1 || p->n_best > p->beam_size))
+        return BAD("%s: beam_size %d must be >= 1 and >= n_best %d", fn, p->beam_size, p->n_best);
+    if (p->strategy == QKV_DECODE_GREEDY && p->n_best != 1)
+        return BAD("%s: greedy search returns one hypothesis, n_best is %d", fn, p->n_best);
+    if ((unsigned)p->length_penalty > QKV_LENGTH_PENALTY_GNMT)
+        return BAD("%s: unknown length penalty %d", fn, (int)p->length_penalty);
+    if (!(p->alpha >= 0 && isfinite(p->alpha)))
+        return BAD("%s: alpha %g must be finite and >= 0", fn, p->alpha);
+    if (!(p->temperature >= 0 && isfinite(p->temperature)))
+        return BAD("%s: temperature %g must be finite and >= 0", fn, p->temperature);
+    if (p->top_k < 0) return BAD("%s: top_k %d must be >= 0 (0: no limit)", fn, p->top_k);
+    if (!(p->top_p > 0 && p->top_p <= 1)) return BAD("%s: top_p %g is not in (0, 1]", fn, p->top_p);
+    if (p->bos_id < 0 || p->bos_id >= V)
+        return BAD("%s: bos_id %d is outside the vocabulary (%d)", fn, p->bos_id, V);
+    if (p->eos_id < -1 || p->eos_id >= V)
+        return BAD("%s: eos_id %d is outside the vocabulary (%d; -1: none)", fn, p->eos_id, V);
+    if (p->eos_id == m->cfg.pad_id)
+        return BAD("%s: eos_id %d is the padding id, which is never generated", fn, p->eos_id);
+    if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
+        return BAD("%s: unknown kernel set %d", fn, (int)p->kernels);
+    return QKV_OK;
+}
+
+/* Offsets of `batch` sequences given back to back; lengths must be in 1 .. limit and ids in
+ * [0, vocab). */
+static qkv_status check_sequences(const char *fn, const char *what, const int32_t *ids,
+                                  const int32_t *len, int32_t batch, int32_t limit, int32_t vocab,
+                                  int64_t *off, int32_t *min_len, int32_t *max_len) {
+    int64_t at = 0;
+    *min_len = INT32_MAX;
+    *max_len = 0;
+    for (int32_t b = 0; b < batch; b++) {
+        if (len[b] < 1 || len[b] > limit)
+            return QKV_ERROR(QKV_ERR_SHAPE,
+                             "%s: %s %d has length %d, not in 1 .. %d (the model's max_len)", fn,
+                             what, b, len[b], limit);
+        off[b] = at;
+        for (int32_t i = 0; i < len[b]; i++)
+            if (ids[at + i] < 0 || ids[at + i] >= vocab)
+                return BAD("%s: %s %d, position %d: id %d is outside the vocabulary (%d)", fn, what,
+                           b, i, ids[at + i], vocab);
+        at += len[b];
+        if (len[b] < *min_len) *min_len = len[b];
+        if (len[b] > *max_len) *max_len = len[b];
+    }
+    return QKV_OK;
+}
+
+/* ---- the shared start -------------------------------------------------------------------------
+ */
+
+qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **sp,
+                     qkv_real **first) {
+    *sp = NULL;
+    *first = NULL;
+    const qkv_model *m = j->m;
+    const bool ed = m->cfg.arch == QKV_ARCH_ENCODER_DECODER;
+    qkv_session_params sp_ = qkv_session_default_params();
+    sp_.max_rows = j->batch * max_width;
+    sp_.max_len = j->prompt_max + j->p.max_len - 1;
+    sp_.max_src_len = ed ? j->src_max : 0;
+    sp_.use_cache = j->p.use_cache;
+    sp_.kernels = j->p.kernels;
+    qkv_session *s = NULL;
+    qkv_status st = qkv_session_new(m, &sp_, &s);
+    if (!st)
+        st = ed ? qkv_session_encode(s, j->src_padded, j->batch, j->src_max)
+                : qkv_session_start(s, j->batch);
+    /* the positions every input is forced through, fed in one step */
+    const int32_t P = j->prompt_min, B = j->batch, V = j->V;
+    int32_t *ids = st ? NULL : malloc(sizeof(int32_t) * (size_t)B * (size_t)P);
+    int32_t *rows = st ? NULL : malloc(sizeof(int32_t) * (size_t)B * (size_t)width);
+    qkv_real *out = st ? NULL : malloc(sizeof(qkv_real) * (size_t)B * (size_t)width * (size_t)V);
+    if (!st && (!ids || !rows || !out)) st = QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
+    qkv_tensor *logits = NULL;
+    if (!st) {
+        for (int32_t b = 0; b < B; b++)
+            memcpy(ids + (size_t)b * P, j->prompt + j->prompt_off[b], sizeof(int32_t) * (size_t)P);
+        st = qkv_session_step(s, ids, P, &logits); /* (B, P, V) */
+    }
+    if (!st) {
+        for (int32_t r = 0; r < B * width; r++) {
+            rows[r] = r / width;
+            memcpy(out + (size_t)r * V,
+                   qkv__data(logits) + ((size_t)(r / width) * P + (size_t)(P - 1)) * V,
+                   sizeof(qkv_real) * (size_t)V);
+        }
+        if (width > 1) st = qkv_session_gather(s, rows, B * width);
+    }
+    free(ids);
+    free(rows);
+    if (st) {
+        free(out);
+        qkv_session_free(s);
+        return st;
+    }
+    *sp = s;
+    *first = out;
+    return QKV_OK;
+}
+
+void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out) {
+    double mx = -INFINITY;
+    for (int32_t v = 0; v < V; v++)
+        if (logits[v] > mx) mx = logits[v];
+    double sum = 0;
+    for (int32_t v = 0; v < V; v++)
+        sum += exp((double)logits[v] - mx);
+    const double lse = mx + log(sum);
+    for (int32_t v = 0; v < V; v++)
+        out[v] = v == pad_id ? -INFINITY : (double)logits[v] - lse;
+}
+
+qkv_status dec_store(const dec_job *j, const qkv_session *s, int32_t row, int32_t b, int32_t last,
+                     double score, qkv_hypothesis *h) {
+    const int32_t P = j->prompt_len[b], t = qkv_session_length(s), len = t - P + 1;
+    free(h->tokens);
+    h->tokens = malloc(sizeof(int32_t) * (size_t)len);
+    if (!h->tokens) return QKV_ERROR(QKV_ERR_OOM, "decode: out of memory for a hypothesis");
+    if (len > 1)
+        memcpy(h->tokens, qkv_session_tokens(s, row) + P, sizeof(int32_t) * (size_t)(len - 1));
+    h->tokens[len - 1] = last;
+    h->length = len;
+    h->score = score;
+    h->norm_score = score / qkv_length_penalty_value(j->p.length_penalty, j->p.alpha, len);
+    h->finished = last == j->p.eos_id;
+    return QKV_OK;
+}
+
+static int by_norm_score(const void *a, const void *b) {
+    const qkv_hypothesis *x = a, *y = b;
+    return x->norm_score > y->norm_score ? -1 : x->norm_score < y->norm_score ? 1 : 0;
+}
+
+void dec_sort_hypotheses(qkv_hypotheses *h) {
+    /* insertion sort: stable, and n_best is small */
+    for (int32_t b = 0; b < h->batch; b++) {
+        qkv_hypothesis *list = h->hyp + (size_t)b * h->n_best;
+        for (int32_t i = 1; i < h->count[b]; i++)
+            for (int32_t k = i; k > 0 && by_norm_score(&list[k - 1], &list[k]) > 0; k--) {
+                qkv_hypothesis tmp = list[k];
+                list[k] = list[k - 1];
+                list[k - 1] = tmp;
+            }
+    }
+}
+
+/* ---- entry points -----------------------------------------------------------------------------
+ */
+
+static qkv_status run(dec_job *j) {
+    qkv_hypotheses *out = j->out;
+    out->batch = j->batch;
+    out->n_best = j->p.n_best;
+    out->count = calloc((size_t)j->batch, sizeof *out->count);
+    out->hyp = calloc((size_t)j->batch * (size_t)j->p.n_best, sizeof *out->hyp);
+    if (!out->count || !out->hyp) {
+        qkv_hypotheses_free(out);
+        return QKV_ERROR(QKV_ERR_OOM, "decode: out of memory for %d x %d hypotheses", j->batch,
+                         j->p.n_best);
+    }
+    qkv_status st = j->p.strategy == QKV_DECODE_GREEDY ? dec_greedy(j)
+                    : j->p.strategy == QKV_DECODE_BEAM ? dec_beam(j)
+                                                       : dec_sample(j);
+    if (st) qkv_hypotheses_free(out);
+    return st;
+}
+
+/* Checks shared by both entry points; fills j except the prompts and sources. */
+static qkv_status job_init(const char *fn, dec_job *j, const qkv_model *m, qkv_arch arch,
+                           const int32_t *ids, const int32_t *len, int32_t batch,
+                           const qkv_decode_params *p, qkv_hypotheses *out) {
+    memset(j, 0, sizeof *j);
+    if (out) memset(out, 0, sizeof *out);
+    if (!m || !ids || !len || !out) return BAD("%s: NULL argument", fn);
+    if (m->cfg.arch != arch)
+        return BAD("%s: needs %s model", fn,
+                   arch == QKV_ARCH_ENCODER_DECODER ? "an encoder-decoder" : "a decoder-only");
+    if (batch < 1) return BAD("%s: batch %d must be >= 1", fn, batch);
+    j->m = m;
+    j->p = p ? *p : qkv_decode_default_params();
+    qkv_status st = check_params(fn, &j->p, m);
+    if (st) return st;
+    const int32_t width = j->p.strategy == QKV_DECODE_BEAM     ? j->p.beam_size
+                          : j->p.strategy == QKV_DECODE_SAMPLE ? j->p.n_best
+                                                               : 1;
+    if ((int64_t)batch * width > INT32_MAX / 4)
+        return BAD("%s: batch %d x %d rows per input is too many", fn, batch, width);
+    j->batch = batch;
+    j->V = m->cfg.tgt_vocab;
+    j->pad_id = m->cfg.pad_id;
+    j->out = out;
+    j->prompt_off = malloc(sizeof(int64_t) * (size_t)batch);
+    if (!j->prompt_off) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
+    return QKV_OK;
+}
+
+qkv_status qkv_decode(const qkv_model *m, const int32_t *src, const int32_t *src_len, int32_t batch,
+                      const qkv_decode_params *p, qkv_hypotheses *out) {
+    const char *fn = "qkv_decode";
+    dec_job j;
+    qkv_status st = job_init(fn, &j, m, QKV_ARCH_ENCODER_DECODER, src, src_len, batch, p, out);
+    if (st) {
+        free(j.prompt_off);
+        return st;
+    }
+    int64_t *src_off = malloc(sizeof(int64_t) * (size_t)batch);
+    int32_t *bos_len = malloc(sizeof(int32_t) * (size_t)batch);
+    int32_t src_min = 0;
+    st = !src_off || !bos_len ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn)
+                              : check_sequences(fn, "source", src, src_len, batch, m->cfg.max_len,
+                                                m->cfg.src_vocab, src_off, &src_min, &j.src_max);
+    if (!st && j.p.max_len == 0) j.p.max_len = m->cfg.max_len;
+    if (!st && j.p.max_len > m->cfg.max_len)
+        st = QKV_ERROR(QKV_ERR_SHAPE, "%s: max_len %d exceeds the model's max_len %d", fn,
+                       j.p.max_len, m->cfg.max_len);
+    if (!st) {
+        j.src_padded = malloc(sizeof(int32_t) * (size_t)batch * (size_t)j.src_max);
+        if (!j.src_padded) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
+    }
+    if (!st) {
+        for (int32_t b = 0; b < batch; b++) {
+            int32_t *row = j.src_padded + (size_t)b * j.src_max;
+            memcpy(row, src + src_off[b], sizeof(int32_t) * (size_t)src_len[b]);
+            for (int32_t i = src_len[b]; i < j.src_max; i++)
+                row[i] = m->cfg.pad_id;
+            bos_len[b] = 1;
+            j.prompt_off[b] = 0;
+        }
+        j.prompt = &j.p.bos_id; /* every input's prompt is [BOS] */
+        j.prompt_len = bos_len;
+        j.prompt_min = j.prompt_max = 1;
+        st = run(&j);
+    }
+    free(src_off);
+    free(bos_len);
+    free(j.src_padded);
+    free(j.prompt_off);
+    return st;
+}
+
+qkv_status qkv_generate(const qkv_model *m, const int32_t *prompt, const int32_t *prompt_len,
+                        int32_t batch, const qkv_decode_params *p, qkv_hypotheses *out) {
+    const char *fn = "qkv_generate";
+    dec_job j;
+    qkv_status st = job_init(fn, &j, m, QKV_ARCH_DECODER, prompt, prompt_len, batch, p, out);
+    if (st) {
+        free(j.prompt_off);
+        return st;
+    }
+    st = check_sequences(fn, "prompt", prompt, prompt_len, batch, m->cfg.max_len, m->cfg.tgt_vocab,
+                         j.prompt_off, &j.prompt_min, &j.prompt_max);
+    if (!st && j.p.max_len == 0) {
+        j.p.max_len = m->cfg.max_len + 1 - j.prompt_max;
+        if (j.p.max_len < 1)
+            st = QKV_ERROR(QKV_ERR_SHAPE, "%s: no room to generate after a prompt of %d", fn,
+                           j.prompt_max);
+    }
+    if (!st && (int64_t)j.prompt_max + j.p.max_len - 1 > m->cfg.max_len)
+        st = QKV_ERROR(QKV_ERR_SHAPE,
+                       "%s: prompt length %d + max_len %d - 1 exceeds the model's max_len %d", fn,
+                       j.prompt_max, j.p.max_len, m->cfg.max_len);
+    if (!st) {
+        j.prompt = prompt;
+        j.prompt_len = prompt_len;
+        st = run(&j);
+    }
+    free(j.prompt_off);
+    return st;
+}

@@ -1,0 +1,90 @@
+/*
+ * greedy.c: greedy search, and the row loop it shares with sampling (rows that never interact).
+ *
+ *   y_g = argmax_v log p(v | y_<g, x)     (ties: the lowest id; pad_id never)
+ *
+ * until EOS or max_len tokens. Every row decodes on its own, so a row that ends leaves the batch
+ * at once (qkv_session_gather keeps the others, in place) and later steps run on fewer rows.
+ * A row is fed its prompt tokens while its position is inside the prompt (decoder-only inputs of
+ * different lengths); after that the chooser picks each token.
+ *
+ * Dims: N rows, V target vocabulary.
+ */
+#include "infer_internal.h"
+
+#include <stdlib.h>
+
+qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn choose, void *user) {
+    qkv_session *s = NULL;
+    qkv_real *first = NULL;
+    qkv_status st = dec_begin(j, width, width, &s, &first);
+    if (st) return st;
+    const int32_t V = j->V, n_total = j->batch * width;
+    int32_t *input = malloc(sizeof(int32_t) * (size_t)n_total); /* row -> b * width + i */
+    int32_t *keep = malloc(sizeof(int32_t) * (size_t)n_total);
+    int32_t *next = malloc(sizeof(int32_t) * (size_t)n_total);
+    double *score = calloc((size_t)n_total, sizeof(double));
+    double *logp = malloc(sizeof(double) * (size_t)V);
+    if (!input || !keep || !next || !score || !logp)
+        st = QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
+    for (int32_t r = 0; !st && r < n_total; r++)
+        input[r] = r;
+    const qkv_real *logits = first; /* (n, V) */
+    while (!st) {
+        const int32_t t = qkv_session_length(s), n = qkv_session_rows(s);
+        int32_t n_keep = 0;
+        for (int32_t r = 0; r < n && !st; r++) {
+            const int32_t g = input[r], b = g / width, i = g % width;
+            const int32_t forced = dec_forced(j, b, t);
+            if (forced >= 0) { /* still inside the prompt */
+                next[n_keep] = forced;
+                keep[n_keep++] = r;
+                continue;
+            }
+            const qkv_real *row = logits + (size_t)r * V;
+            dec_log_softmax(row, V, j->pad_id, logp);
+            const int32_t tok = choose(j, user, row, logp, t, b, i);
+            score[g] += logp[tok];
+            if (tok == j->p.eos_id || t - j->prompt_len[b] + 1 == j->p.max_len) {
+                st = dec_store(j, s, r, b, tok, score[g], &j->out->hyp[(size_t)g]);
+                j->out->count[b]++;
+                continue;
+            }
+            next[n_keep] = tok;
+            keep[n_keep++] = r;
+        }
+        if (st || n_keep == 0) break;
+        for (int32_t k = 0; k < n_keep; k++)
+            input[k] = input[keep[k]];
+        st = qkv_session_gather(s, keep, n_keep);
+        qkv_tensor *out = NULL;
+        if (!st) st = qkv_session_step(s, next, 1, &out); /* (n_keep, 1, V) */
+        if (!st) logits = qkv__data(out);
+    }
+    if (!st) dec_sort_hypotheses(j->out);
+    free(input);
+    free(keep);
+    free(next);
+    free(score);
+    free(logp);
+    free(first);
+    qkv_session_free(s);
+    return st;
+}
+
+int32_t dec_argmax(const dec_job *j, const double *logp) {
+    int32_t best = j->pad_id == 0 && j->V > 1 ? 1 : 0; /* the lowest id that is not pad */
+    for (int32_t v = best + 1; v < j->V; v++)
+        if (logp[v] > logp[best]) best = v;
+    return best;
+}
+
+static int32_t greedy_choose(const dec_job *j, void *user, const qkv_real *logits,
+                             const double *logp, int32_t t, int32_t b, int32_t i) {
+    (void)user, (void)logits, (void)t, (void)b, (void)i;
+    return dec_argmax(j, logp);
+}
+
+qkv_status dec_greedy(const dec_job *j) {
+    return dec_independent_rows(j, 1, greedy_choose, NULL);
+}

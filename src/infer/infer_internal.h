@@ -1,0 +1,106 @@
+/*
+ * infer_internal.h: what the decoding files share: the session layout (session.c, step.c) and
+ * the description of one decoding job with its helpers (decode.c) used by the search strategies
+ * (greedy.c, beam.c, sample.c).
+ *
+ * Dims: B inputs, N rows, L positions per row, S source length, C d_model, H heads, D = C / H,
+ * V target vocabulary.
+ */
+#ifndef QKV_INFER_INTERNAL_H
+#define QKV_INFER_INTERNAL_H
+
+#include "../nn/nn_internal.h"
+
+/* ---- session ----------------------------------------------------------------------------------
+ */
+
+struct qkv_session {
+    const qkv_model *m;
+    qkv_session_params p;
+    qkv_ctx *ctx;            /* step arena: reset at every step; gradients off */
+    bool encoder_decoder;    /* else a decoder-only LM */
+    int32_t n_layers;        /* decoder layers (the LM's causal stack) */
+    int32_t n;               /* rows now */
+    int32_t t;               /* positions fed so far */
+    int32_t S;               /* source length of the encoded batch */
+    bool started;            /* encode / start was called */
+    int64_t H, D, C, L;      /* heads, head size, width, positions per row (= p.max_len) */
+    qkv_real *self_kv;       /* per layer K then V: (max_rows, H, L, D) each */
+    qkv_real *cross_kv;      /* per layer K then V: (max_rows, H, S, D) each (S <= max_src_len) */
+    qkv_tensor *headers;     /* 4 per layer: self K, self V, cross K, cross V */
+    qkv_layer_cache *caches; /* per layer, pointing at the headers */
+    int32_t *tokens;         /* (max_rows, L) tokens fed per row */
+    int32_t *src;            /* (n, S) contiguous: the source ids of each row */
+    qkv_real *memory;        /* use_cache false: (n, S, C) contiguous encoder output */
+    qkv_tensor memory_t;     /* header over memory */
+    int32_t *src_of;         /* (N) which source row the per-source data at each position holds */
+    int32_t *src_next, *move_from, *move_to; /* (N) each: qkv_session_gather's work lists */
+    unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
+    size_t scratch_bytes;
+};
+
+/* Point the cache headers at the current (n, S) layout. */
+void qkv__session_sync_headers(qkv_session *s);
+/* The decoder step on tokens (n, T) at position s->t, without argument checks; advances s->t.
+ * -> logits (n, T, V) in the session arena, or NULL with the context's status set. */
+qkv_tensor *qkv__session_forward(qkv_session *s, const int32_t *tokens, int32_t T);
+
+/* ---- one decoding job ------------------------------------------------------------------------ */
+
+typedef struct dec_job {
+    const qkv_model *m;
+    qkv_decode_params p; /* validated; max_len resolved (>= 1) */
+    int32_t batch;       /* B */
+    int32_t V;           /* target vocabulary */
+    int32_t pad_id;
+    /* what every input starts from: the user's prompt (decoder-only) or BOS (encoder-decoder) */
+    const int32_t *prompt; /* back to back */
+    int64_t *prompt_off;   /* (B) */
+    const int32_t *prompt_len;
+    int32_t prompt_min, prompt_max;
+    /* encoder-decoder sources, padded: (B, src_max) with pad_id */
+    int32_t *src_padded;
+    int32_t src_max;
+    qkv_hypotheses *out;
+} dec_job;
+
+/* The token forced at position t of input b (its prompt), or -1 when t is past the prompt. */
+static inline int32_t dec_forced(const dec_job *j, int32_t b, int32_t t) {
+    return t < j->prompt_len[b] ? j->prompt[j->prompt_off[b] + t] : -1;
+}
+
+/* Open a session for up to max_width rows per input: encode (encoder-decoder) or start
+ * (decoder-only) one row per input, feed the prompt positions all inputs share (prompt_min),
+ * replicate each row width times (row b * width + i), and copy the logits of the last fed
+ * position into *first ((B * width, V), malloc'd; free it). */
+qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **s,
+                     qkv_real **first);
+
+/* log_softmax of one row of V logits in double, with -inf at the padding id. */
+void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out);
+
+/* Fill *h (freeing its old tokens) with a hypothesis of input b: the tokens fed to session row
+ * `row` after the prompt of b, then `last`; the score and the normalised score under the job's
+ * length penalty. */
+qkv_status dec_store(const dec_job *j, const qkv_session *s, int32_t row, int32_t b, int32_t last,
+                     double score, qkv_hypothesis *h);
+
+/* The strategies (greedy.c, beam.c, sample.c); the job's output is allocated and zeroed. */
+qkv_status dec_greedy(const dec_job *j);
+qkv_status dec_beam(const dec_job *j);
+qkv_status dec_sample(const dec_job *j);
+
+/* Decoding with independent rows (greedy and sampling): width rows per input, the token of each
+ * row chosen by choose(user, logits row, position, input b, row-in-input i, &log-probabilities)
+ * -> token. Rows leave the batch when they end; each stores its hypothesis in slot i. */
+typedef int32_t (*dec_choose_fn)(const dec_job *j, void *user, const qkv_real *logits,
+                                 const double *logp, int32_t t, int32_t b, int32_t i);
+qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn choose, void *user);
+
+/* The most probable token of a log-probability row (ties: the lowest id; never pad_id). */
+int32_t dec_argmax(const dec_job *j, const double *logp);
+
+/* Order each input's stored hypotheses by normalised score, best first (stable). */
+void dec_sort_hypotheses(qkv_hypotheses *h);
+
+#endif

@@ -1,0 +1,375 @@
+/*
+ * session.c: the decoding session (qkv_decode.h): per-request state over a read-only model.
+ *
+ * Memory, all allocated once by qkv_session_new for N = max_rows rows of L = max_len positions:
+ *   self K, V per decoder layer   (N, H, L, D) each: the KV cache, filled position by position
+ *   cross K, V per decoder layer  (N, H, S, D) each: the encoder memory projected once per batch
+ *   tokens                        (N, L): what each row was fed (beam search reads its paths)
+ *   src                           (N, S): source ids per row (their padding masks cross-attention)
+ *   memory                        (N, S, C): uncached mode only, the encoder output
+ *   scratch                       one (N, largest row block) buffer for qkv_session_gather
+ * The current rows are a prefix n <= N of each buffer, laid out contiguously for (n, ...), so a
+ * header (qkv_tensor) over a buffer is an ordinary contiguous tensor. Step tensors live in the
+ * session's context arena, which every step resets.
+ *
+ * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
+ * move in place when the kept rows are increasing (finished rows leaving), otherwise through the
+ * scratch buffer, and only the filled positions are copied. The self-attention caches and token
+ * histories move with every reorder; what depends on the source alone (cross-attention caches,
+ * source ids, memory) is identical for the beams of a sentence, so those rows move only where a
+ * position must hold another source's data (src_of tracks which source each position holds).
+ *
+ * Dims: N rows, L positions, S source length, C d_model, H heads, D = C / H.
+ */
+#include "infer_internal.h"
+
+#include <stdlib.h>
+
+qkv_session_params qkv_session_default_params(void) {
+    qkv_session_params p;
+    memset(&p, 0, sizeof p);
+    p.max_rows = 1;
+    p.max_len = 0;
+    p.max_src_len = 0;
+    p.use_cache = true;
+    p.kernels = QKV_KERNELS_FAST;
+    p.arena_bytes = 0;
+    return p;
+}
+
+/* n * size, or 0 when it overflows size_t. */
+static size_t mul_size(size_t n, size_t size) {
+    return size && n > SIZE_MAX / size ? 0 : n * size;
+}
+
+void qkv__session_sync_headers(qkv_session *s) {
+    const int64_t n = s->n, S = s->S, H = s->H, D = s->D, N = s->p.max_rows;
+    for (int32_t i = 0; i < s->n_layers; i++) {
+        qkv_tensor *h = s->headers + 4 * i;
+        for (int k = 0; k < 4; k++) {
+            const bool self = k < 2;
+            qkv_tensor *t = &h[k];
+            memset(t, 0, sizeof *t);
+            t->dtype = QKV_REAL;
+            t->ndim = 4;
+            t->shape[0] = n;
+            t->shape[1] = H;
+            t->shape[2] = self ? s->L : S;
+            t->shape[3] = D;
+            qkv__set_contiguous_strides(t);
+            if (self)
+                t->data = s->self_kv + ((size_t)(2 * i + k)) * (size_t)(N * H * s->L * D);
+            else if (s->cross_kv)
+                t->data = s->cross_kv +
+                          ((size_t)(2 * i + k - 2)) * (size_t)(N * H * s->p.max_src_len * D);
+        }
+        s->caches[i] =
+            (qkv_layer_cache){&h[0], &h[1], s->cross_kv ? &h[2] : NULL, s->cross_kv ? &h[3] : NULL};
+    }
+    memset(&s->memory_t, 0, sizeof s->memory_t);
+    s->memory_t.dtype = QKV_REAL;
+    s->memory_t.ndim = 3;
+    s->memory_t.shape[0] = n;
+    s->memory_t.shape[1] = S;
+    s->memory_t.shape[2] = s->C;
+    qkv__set_contiguous_strides(&s->memory_t);
+    s->memory_t.data = s->memory;
+}
+
+qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_session **out) {
+    if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: out is NULL");
+    *out = NULL;
+    if (!m || !p)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: NULL model or parameters");
+    const qkv_model_config *c = &m->cfg;
+    const bool ed = c->arch == QKV_ARCH_ENCODER_DECODER;
+    if (!ed && c->arch != QKV_ARCH_DECODER)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_session_new: an encoder-only model does not decode");
+    if (p->max_rows < 1)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: max_rows %d must be >= 1",
+                         p->max_rows);
+    if (p->max_len < 1 || p->max_len > c->max_len)
+        return QKV_ERROR(QKV_ERR_SHAPE,
+                         "qkv_session_new: max_len %d is not in 1 .. the model's max_len %d",
+                         p->max_len, c->max_len);
+    if (ed && (p->max_src_len < 1 || p->max_src_len > c->max_len))
+        return QKV_ERROR(QKV_ERR_SHAPE,
+                         "qkv_session_new: max_src_len %d is not in 1 .. the model's max_len %d",
+                         p->max_src_len, c->max_len);
+    if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: unknown kernel set %d",
+                         (int)p->kernels);
+    qkv_session *s = calloc(1, sizeof *s);
+    if (!s) return QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
+    s->m = m;
+    s->p = *p;
+    s->encoder_decoder = ed;
+    s->n_layers = ed ? c->n_decoder_layers : c->n_encoder_layers;
+    s->C = c->d_model;
+    s->H = c->n_heads;
+    s->D = s->C / s->H;
+    s->L = p->max_len;
+    const size_t N = (size_t)p->max_rows, L = (size_t)p->max_len,
+                 Smax = ed ? (size_t)p->max_src_len : 0;
+    const size_t C = (size_t)s->C, layers = (size_t)s->n_layers;
+    const size_t self_elems = mul_size(mul_size(N * L, C), 2 * layers);
+    const size_t cross_elems = mul_size(mul_size(N * Smax, C), 2 * layers);
+    const size_t block = (L > Smax ? L : Smax) * C; /* the largest per-row block of one buffer */
+    s->scratch_bytes = mul_size(mul_size(N, block), sizeof(qkv_real));
+    qkv_status st = QKV_OK;
+    if ((self_elems == 0 && layers) || (ed && cross_elems == 0) || s->scratch_bytes == 0)
+        st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: buffer sizes overflow");
+    if (!st) {
+        s->self_kv = calloc(self_elems ? self_elems : 1, sizeof(qkv_real));
+        s->cross_kv = p->use_cache && ed ? calloc(cross_elems, sizeof(qkv_real)) : NULL;
+        s->memory = !p->use_cache && ed ? calloc(N * Smax * C, sizeof(qkv_real)) : NULL;
+        s->headers = calloc(4 * layers + 1, sizeof *s->headers);
+        s->caches = calloc(layers + 1, sizeof *s->caches);
+        s->tokens = calloc(N * L, sizeof *s->tokens);
+        s->src = calloc(N * (Smax ? Smax : 1), sizeof *s->src);
+        s->scratch = malloc(s->scratch_bytes);
+        s->src_of = malloc(sizeof(int32_t) * 4 * N);
+        if (!s->self_kv || (p->use_cache && ed && !s->cross_kv) ||
+            (!p->use_cache && ed && !s->memory) || !s->headers || !s->caches || !s->tokens ||
+            !s->src || !s->scratch || !s->src_of)
+            st = QKV_ERROR(
+                QKV_ERR_OOM,
+                "qkv_session_new: out of memory for the caches of %zu rows x %zu positions", N, L);
+    }
+    if (!st) {
+        s->src_next = s->src_of + N;
+        s->move_from = s->src_of + 2 * N;
+        s->move_to = s->src_of + 3 * N;
+        for (size_t r = 0; r < N; r++)
+            s->src_of[r] = -1;
+    }
+    if (!st) {
+        qkv_ctx_params cp = qkv_ctx_default_params();
+        cp.kernels = p->kernels;
+        if (p->arena_bytes) cp.arena_bytes = p->arena_bytes;
+        st = qkv_ctx_new(&cp, &s->ctx);
+    }
+    if (!st) {
+        qkv_ctx_set_grad_enabled(s->ctx, false);
+        /* measure run: the largest steps (every row at the last position, whose keys are the
+         * whole cache, a contiguous view; and at the one before, whose strided keys some ops
+         * copy) on zeroed buffers, so the arena reaches its high-water mark now and single-token
+         * steps never grow it */
+        s->n = p->max_rows;
+        s->S = (int32_t)Smax;
+        s->started = true;
+        qkv__session_sync_headers(s);
+        int32_t *zeros = calloc(N, sizeof *zeros);
+        if (!zeros) st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
+        for (int32_t back = 1; !st && back <= 2 && back <= p->max_len; back++) {
+            s->t = p->max_len - back;
+            if (!qkv__session_forward(s, zeros, 1))
+                st = qkv_ctx_status(s->ctx) ? qkv_ctx_status(s->ctx) : QKV_ERR_STATE;
+            qkv_ctx_reset(s->ctx);
+        }
+        free(zeros);
+        s->n = 0;
+        s->S = 0;
+        s->t = 0;
+        s->started = false;
+        qkv__session_sync_headers(s);
+    }
+    if (st) {
+        qkv_session_free(s);
+        return st;
+    }
+    *out = s;
+    return QKV_OK;
+}
+
+void qkv_session_free(qkv_session *s) {
+    if (!s) return;
+    qkv_ctx_free(s->ctx);
+    free(s->self_kv);
+    free(s->cross_kv);
+    free(s->memory);
+    free(s->headers);
+    free(s->caches);
+    free(s->tokens);
+    free(s->src);
+    free(s->scratch);
+    free(s->src_of);
+    free(s);
+}
+
+qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
+    if (!s || !src) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_encode: NULL argument");
+    if (!s->encoder_decoder)
+        return QKV_ERROR(
+            QKV_ERR_INVALID_ARG,
+            "qkv_session_encode: a decoder-only model has no encoder (use qkv_session_start)");
+    if (B < 1 || B > s->p.max_rows)
+        return QKV_ERROR(QKV_ERR_SHAPE, "qkv_session_encode: batch %d is not in 1 .. max_rows %d",
+                         B, s->p.max_rows);
+    if (S < 1 || S > s->p.max_src_len)
+        return QKV_ERROR(QKV_ERR_SHAPE,
+                         "qkv_session_encode: source length %d is not in 1 .. max_src_len %d", S,
+                         s->p.max_src_len);
+    const int32_t Vs = s->m->cfg.src_vocab;
+    for (int64_t i = 0; i < (int64_t)B * S; i++)
+        if (src[i] < 0 || src[i] >= Vs)
+            return QKV_ERROR(
+                QKV_ERR_INVALID_ARG,
+                "qkv_session_encode: src[%lld][%lld] = %d is outside the source vocabulary (%d)",
+                (long long)(i / S), (long long)(i % S), src[i], Vs);
+    qkv_ctx *ctx = s->ctx;
+    qkv_ctx_reset(ctx);
+    s->started = false;
+    s->n = B;
+    s->S = S;
+    s->t = 0;
+    memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
+    for (int32_t r = 0; r < s->p.max_rows; r++)
+        s->src_of[r] = r < B ? r : -1;
+    qkv__session_sync_headers(s);
+    qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
+    qkv_tensor *memory = qkv_model_encode(ctx, s->m, ids, NULL); /* (B, S, C) */
+    if (memory && !s->p.use_cache)
+        memcpy(s->memory, memory->data, sizeof(qkv_real) * (size_t)(B * S * s->C));
+    for (int32_t i = 0; memory && s->p.use_cache && i < s->n_layers; i++)
+        qkv_mha_cache_memory(ctx, &s->m->decoder_layers[i].cross_attn, memory, s->caches[i].cross_k,
+                             s->caches[i].cross_v);
+    qkv_status st = qkv_ctx_status(ctx);
+    if (st) {
+        s->n = 0;
+        qkv__session_sync_headers(s);
+        return st;
+    }
+    s->started = true;
+    return QKV_OK;
+}
+
+qkv_status qkv_session_start(qkv_session *s, int32_t n_rows) {
+    if (!s) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_start: session is NULL");
+    if (s->encoder_decoder)
+        return QKV_ERROR(
+            QKV_ERR_INVALID_ARG,
+            "qkv_session_start: an encoder-decoder session starts with qkv_session_encode");
+    if (n_rows < 1 || n_rows > s->p.max_rows)
+        return QKV_ERROR(QKV_ERR_SHAPE, "qkv_session_start: %d rows is not in 1 .. max_rows %d",
+                         n_rows, s->p.max_rows);
+    qkv_ctx_reset(s->ctx);
+    s->n = n_rows;
+    s->t = 0;
+    s->S = 0;
+    s->started = true;
+    qkv__session_sync_headers(s);
+    return QKV_OK;
+}
+
+/* A buffer of rows: row r is `mid` runs of `run` used elements at stride `stride` (elements of
+ * esize bytes), starting at element r * mid * stride. */
+typedef struct {
+    void *base;
+    int64_t mid, stride, run;
+    size_t esize;
+} row_layout;
+
+/* Row to[k] (k if to is NULL) becomes old row from[k], k < n. in_place when from[k] >= to[k] and
+ * both increase: each row is then written after every read from it. */
+static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from, const int32_t *to,
+                        int32_t n, bool in_place) {
+    unsigned char *base = g->base;
+    const size_t row_bytes = (size_t)(g->mid * g->stride) * g->esize,
+                 run_bytes = (size_t)g->run * g->esize;
+    const size_t packed = (size_t)g->mid * run_bytes; /* one row in the scratch buffer */
+    if (run_bytes == 0) return;
+#define AT(row, h) (base + (size_t)(row)*row_bytes + (size_t)((h)*g->stride) * g->esize)
+    if (in_place) {
+        for (int32_t k = 0; k < n; k++) {
+            const int32_t dst = to ? to[k] : k;
+            if (from[k] != dst)
+                for (int64_t h = 0; h < g->mid; h++)
+                    memcpy(AT(dst, h), AT(from[k], h), run_bytes);
+        }
+        return;
+    }
+    for (int32_t k = 0; k < n; k++)
+        for (int64_t h = 0; h < g->mid; h++)
+            memcpy(s->scratch + (size_t)k * packed + (size_t)h * run_bytes, AT(from[k], h),
+                   run_bytes);
+    for (int32_t k = 0; k < n; k++)
+        for (int64_t h = 0; h < g->mid; h++)
+            memcpy(AT(to ? to[k] : k, h), s->scratch + (size_t)k * packed + (size_t)h * run_bytes,
+                   run_bytes);
+#undef AT
+}
+
+qkv_status qkv_session_gather(qkv_session *s, const int32_t *rows, int32_t n_rows) {
+    if (!s || (n_rows > 0 && !rows))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_gather: NULL argument");
+    if (!s->started)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_session_gather: the session has not started");
+    if (n_rows < 0 || n_rows > s->p.max_rows)
+        return QKV_ERROR(QKV_ERR_SHAPE, "qkv_session_gather: %d rows is not in 0 .. max_rows %d",
+                         n_rows, s->p.max_rows);
+    bool identity = n_rows <= s->n, in_place = true;
+    for (int32_t i = 0; i < n_rows; i++) {
+        if (rows[i] < 0 || rows[i] >= s->n)
+            return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                             "qkv_session_gather: rows[%d] = %d is not a row (0 .. %d)", i, rows[i],
+                             s->n - 1);
+        identity = identity && rows[i] == i;
+        in_place = in_place && rows[i] >= i && (i == 0 || rows[i] > rows[i - 1]);
+    }
+    if (!identity) {
+        const int64_t H = s->H, D = s->D, L = s->L, S = s->S, C = s->C, N = s->p.max_rows;
+        /* what depends on the row's own tokens: the self-attention caches and the history */
+        for (int32_t l = 0; l < s->n_layers; l++)
+            for (int k = 0; k < 2; k++) {
+                row_layout self = {s->self_kv + (size_t)(2 * l + k) * (size_t)(N * H * L * D), H,
+                                   L * D, s->t * D, sizeof(qkv_real)};
+                gather_rows(s, &self, rows, NULL, n_rows, in_place);
+            }
+        gather_rows(s, &(row_layout){s->tokens, 1, L, s->t, sizeof(int32_t)}, rows, NULL, n_rows,
+                    in_place);
+        /* what depends on the source only (cross-attention caches, source ids, memory): the beams
+         * of a sentence share it, so a row moves only where the source it needs is not the one
+         * its position already holds */
+        int32_t n_move = 0;
+        for (int32_t i = 0; i < n_rows; i++) {
+            s->src_next[i] = s->src_of[rows[i]];
+            if (s->src_next[i] != s->src_of[i]) {
+                s->move_from[n_move] = rows[i];
+                s->move_to[n_move++] = i;
+            }
+        }
+        for (int32_t l = 0; s->cross_kv && l < s->n_layers; l++)
+            for (int k = 0; k < 2; k++) {
+                row_layout cross = {s->cross_kv + (size_t)(2 * l + k) *
+                                                      (size_t)(N * H * s->p.max_src_len * D),
+                                    1, H * S * D, H * S * D, sizeof(qkv_real)};
+                gather_rows(s, &cross, s->move_from, s->move_to, n_move, in_place);
+            }
+        gather_rows(s, &(row_layout){s->src, 1, S, S, sizeof(int32_t)}, s->move_from, s->move_to,
+                    n_move, in_place);
+        if (s->memory)
+            gather_rows(s, &(row_layout){s->memory, 1, S * C, S * C, sizeof(qkv_real)},
+                        s->move_from, s->move_to, n_move, in_place);
+        memcpy(s->src_of, s->src_next, sizeof(int32_t) * (size_t)n_rows);
+    }
+    s->n = n_rows;
+    qkv__session_sync_headers(s);
+    return QKV_OK;
+}
+
+int32_t qkv_session_rows(const qkv_session *s) {
+    return s ? s->n : 0;
+}
+int32_t qkv_session_length(const qkv_session *s) {
+    return s ? s->t : 0;
+}
+const qkv_ctx *qkv_session_ctx(const qkv_session *s) {
+    return s ? s->ctx : NULL;
+}
+
+const int32_t *qkv_session_tokens(const qkv_session *s, int32_t row) {
+    if (!s || row < 0 || row >= s->n) return NULL;
+    return s->tokens + (size_t)row * (size_t)s->L;
+}

@@ -1,0 +1,161 @@
+/*
+ * mha_cached.c: incremental multi-head attention for autoregressive decoding (a KV cache).
+ *
+ * Dims: N rows (batch x beam), T new positions, L cache capacity, S attended keys, C d_model,
+ * H heads, D = C / H.
+ *
+ * Causal self-attention of position t only reads keys and values of positions <= t, and those
+ * depend only on their own rows, so decoding keeps k_j = x_j W_k^T and v_j = x_j W_v^T of every
+ * earlier position in a cache (Ott et al. 2019, fairseq's incremental state; CTranslate2) and a
+ * step of T new rows computes
+ *   q, k_new, v_new = x W_{q,k,v}^T      (RoPE: rotated at positions t0 .. t0+T-1)
+ *   cache[:, :, t0 .. t0+T-1] = k_new, v_new
+ *   o_i = Attention(q_i, K[0 .. t0+T-1], V[0 .. t0+T-1] | j <= t0 + i)
+ * with the module's own score function, normaliser and relative encoding at query offset t0
+ * (qkv__mha_attend, shared with qkv_mha_forward), which is O(T (t0 + T) C) per step instead of
+ * re-running O((t0 + T)^2 C) over the prefix. Cross-attention projects the encoder memory once
+ * (qkv_mha_cache_memory) and each step only projects its queries.
+ *
+ * Nothing is saved for backward: writing into the cache is not differentiable, so both calls
+ * refuse to run when a parameter or input would need a gradient.
+ */
+#include "nn_internal.h"
+
+/* cache must be a real (N, H, len, D) tensor with a contiguous last dim. */
+static bool check_cache(qkv_ctx *ctx, const qkv_mha *m, const char *op, const qkv_tensor *c,
+                        const char *arg, int64_t N) {
+    const int64_t H = m->cfg.n_heads, D = m->cfg.d_model / H;
+    if (!qkv__check_real(ctx, op, c, arg)) return false;
+    char b[96];
+    if (c->ndim != 4 || c->shape[0] != N || c->shape[1] != H || c->shape[3] != D ||
+        (D > 1 && c->stride[3] != 1)) {
+        QKV_FAIL(ctx, QKV_ERR_SHAPE,
+                 "%s: %s %s is not (N = %lld, H = %lld, len, D = %lld) with a contiguous last dim",
+                 op, arg, qkv_tensor_shape_str(c, b, sizeof b), (long long)N, (long long)H,
+                 (long long)D);
+        return false;
+    }
+    return true;
+}
+
+/* cache[n, h, at + t, :] = src[n, h, t, :] for src (N, H, T, D) with a contiguous last dim. */
+static void write_rows(const qkv_tensor *src, qkv_tensor *cache, int64_t at) {
+    const int64_t N = src->shape[0], H = src->shape[1], T = src->shape[2], D = src->shape[3];
+    const qkv_real *s = qkv__data(src);
+    qkv_real *c = qkv__data(cache);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++)
+                memcpy(c + n * cache->stride[0] + h * cache->stride[1] +
+                           (at + t) * cache->stride[2],
+                       s + n * src->stride[0] + h * src->stride[1] + t * src->stride[2],
+                       sizeof(qkv_real) * (size_t)D);
+}
+
+/* The new keys or values (N, H, T, D) with a unit last stride (views of the projection are; a
+ * rotated tensor is contiguous). */
+static qkv_tensor *unit_last_stride(qkv_ctx *ctx, qkv_tensor *t) {
+    return t && t->shape[3] > 1 && t->stride[3] != 1 ? qkv_contiguous(ctx, t) : t;
+}
+
+qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memory,
+                                qkv_tensor *cache_k, qkv_tensor *cache_v) {
+    if (!QKV_OP_BEGIN(ctx, "mha_cache_memory", memory, cache_k, cache_v))
+        return ctx ? (ctx->status ? ctx->status : QKV_ERR_INVALID_ARG) : QKV_ERR_INVALID_ARG;
+    if (!m || !m->in_proj_weight) {
+        QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "mha_cache_memory: module is not initialised");
+        return ctx->status;
+    }
+    const int64_t C = m->cfg.d_model;
+    char b[96];
+    if (!qkv__check_real(ctx, "mha_cache_memory", memory, "memory")) return ctx->status;
+    if (memory->ndim != 3 || memory->shape[2] != C) {
+        QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_cache_memory: memory %s is not (N, S, %lld)",
+                 qkv_tensor_shape_str(memory, b, sizeof b), (long long)C);
+        return ctx->status;
+    }
+    const int64_t N = memory->shape[0], S = memory->shape[1];
+    if (!check_cache(ctx, m, "mha_cache_memory", cache_k, "cache_k", N) ||
+        !check_cache(ctx, m, "mha_cache_memory", cache_v, "cache_v", N))
+        return ctx->status;
+    if (cache_k->shape[2] != S || cache_v->shape[2] != S) {
+        QKV_FAIL(ctx, QKV_ERR_SHAPE,
+                 "mha_cache_memory: caches hold %lld / %lld positions, memory has S = %lld",
+                 (long long)cache_k->shape[2], (long long)cache_v->shape[2], (long long)S);
+        return ctx->status;
+    }
+    if (!qkv__refuse_grad(ctx, "mha_cache_memory", 2, (qkv_tensor *[]){memory, m->in_proj_weight}))
+        return ctx->status;
+    qkv_tensor *kv[2] = {NULL, NULL};
+    qkv__mha_project(ctx, m, memory, 1, 2, kv); /* (N, H, S, D) each */
+    if (ctx->status) return ctx->status;
+    if (m->cfg.relpos == QKV_RELPOS_ROPE) kv[0] = qkv_rope(ctx, kv[0], 0, m->cfg.rope_base);
+    kv[0] = unit_last_stride(ctx, kv[0]);
+    kv[1] = unit_last_stride(ctx, kv[1]);
+    if (ctx->status) return ctx->status;
+    write_rows(kv[0], cache_k, 0);
+    write_rows(kv[1], cache_v, 0);
+    return QKV_OK;
+}
+
+qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
+                         qkv_tensor *cache_v, int64_t t0, bool self_attn, const qkv_mask *mask,
+                         qkv_tensor **weights_out) {
+    if (weights_out) *weights_out = NULL;
+    if (!QKV_OP_BEGIN(ctx, "mha_step", x, cache_k, cache_v)) return NULL;
+    if (!m || !m->in_proj_weight)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "mha_step: module is not initialised");
+    const int64_t C = m->cfg.d_model;
+    char b[96];
+    if (!qkv__check_real(ctx, "mha_step", x, "x")) return NULL;
+    if (x->ndim != 3 || x->shape[2] != C || x->shape[1] < 1)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: x %s is not (N, T >= 1, %lld)",
+                        qkv_tensor_shape_str(x, b, sizeof b), (long long)C);
+    const int64_t N = x->shape[0], T = x->shape[1];
+    if (!check_cache(ctx, m, "mha_step", cache_k, "cache_k", N) ||
+        !check_cache(ctx, m, "mha_step", cache_v, "cache_v", N))
+        return NULL;
+    if (cache_k->shape[2] != cache_v->shape[2])
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: cache_k holds %lld positions, cache_v %lld",
+                        (long long)cache_k->shape[2], (long long)cache_v->shape[2]);
+    const int64_t L = cache_k->shape[2];
+    if (t0 < 0 || (self_attn && t0 > L - T))
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE,
+                        "mha_step: positions %lld .. %lld do not fit a cache of %lld positions",
+                        (long long)t0, (long long)(t0 + T - 1), (long long)L);
+    qkv_mask mk = mask ? *mask : qkv_mask_none();
+    if (self_attn) {
+        if (mk.causal || mk.window_left >= 0 || mk.window_right >= 0 || mk.allowed)
+            return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                            "mha_step: a self-attention step takes only key_padding in its mask "
+                            "(the causal rule "
+                            "j <= t0 + i is implied)");
+        mk.window_right = (int32_t)t0; /* j <= i + t0: causal at query offset t0 */
+    }
+    if (!qkv__refuse_grad(ctx, "mha_step", 2, (qkv_tensor *[]){x, m->in_proj_weight})) return NULL;
+
+    qkv_tensor *q = NULL, *kv[2] = {NULL, NULL};
+    if (self_attn) {
+        qkv_tensor *qkv[3] = {NULL, NULL, NULL};
+        qkv__mha_project(ctx, m, x, 0, 3, qkv); /* (N, H, T, D) each */
+        q = qkv[0], kv[0] = qkv[1], kv[1] = qkv[2];
+    } else {
+        qkv__mha_project(ctx, m, x, 0, 1, &q);
+    }
+    if (ctx->status) return NULL;
+    if (m->cfg.relpos == QKV_RELPOS_ROPE) {
+        q = qkv_rope(ctx, q, t0, m->cfg.rope_base);
+        if (self_attn) kv[0] = qkv_rope(ctx, kv[0], t0, m->cfg.rope_base);
+    }
+    const int64_t S = self_attn ? t0 + T : L;
+    if (self_attn) {
+        kv[0] = unit_last_stride(ctx, kv[0]);
+        kv[1] = unit_last_stride(ctx, kv[1]);
+        if (ctx->status) return NULL;
+        write_rows(kv[0], cache_k, t0);
+        write_rows(kv[1], cache_v, t0);
+    }
+    qkv_tensor *k = qkv_narrow(ctx, cache_k, 2, 0, S); /* (N, H, S, D) */
+    qkv_tensor *v = qkv_narrow(ctx, cache_v, 2, 0, S); /* (N, H, S, D) */
+    return qkv__mha_attend(ctx, m, q, k, v, &mk, t0, weights_out);
+}

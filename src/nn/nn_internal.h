@@ -1,0 +1,44 @@
+/*
+ * nn_internal.h: stages of the modules shared between their full forward (mha.c, layer.c,
+ * model.c) and the incremental decoding step (mha_cached.c, layer_step.c, src/infer), so both
+ * run the same ops in the same order. Not part of the public API.
+ *
+ * Dims: B batch (or N decoding rows), T query length, S key length, C d_model, H heads,
+ * D = C / H. query_offset is the position of the first query (0 for a full sequence, t for the
+ * queries of positions t .. t+T-1 in incremental decoding): relative encodings (Shaw, T5, ALiBi)
+ * measure distances from it.
+ */
+#ifndef QKV_NN_INTERNAL_H
+#define QKV_NN_INTERNAL_H
+
+#include "../core/internal.h"
+
+/* Project x (B, L, C) with rows [first*C, (first+count)*C) of in_proj_weight (first 0: q, 1: k,
+ * 2: v) and split into `count` head tensors heads[i] (B, H, L, D): strided views of one GEMM's
+ * output. On error the sticky status is set and heads are left untouched. */
+void qkv__mha_project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, int count,
+                      qkv_tensor **heads);
+
+/* Scores (B, H, T, S) of the configured score function plus the relative-position term (Shaw
+ * keys, T5 or ALiBi bias) for queries at query_offset .. query_offset+T-1 and keys 0 .. S-1.
+ * q (B, H, T, D) and k (B, H, S, D) are already projected (and rotated, for RoPE). */
+qkv_tensor *qkv__mha_scores(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k,
+                            int64_t query_offset);
+
+/* The rest of attention after the projections: weights = normalize(scores | mask) (or the fused
+ * qkv_sdpa where the variant allows it), o = weights v (+ Shaw values), merge heads, output
+ * projection -> (B, T, C). weights_out as in qkv_mha_forward. */
+qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k,
+                            qkv_tensor *v, const qkv_mask *mask, int64_t query_offset,
+                            qkv_tensor **weights_out);
+
+/* The layer's feed-forward block FF(x) = linear2(dropout(act(linear1(x)))), x (B, T, C). */
+qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x);
+
+/* Token embedding of ids (B, T) at positions offset .. offset+T-1: table lookup (* sqrt(C) when
+ * the model scales embeddings) + absolute positions (sinusoidal or the learned table pos), then
+ * dropout -> (B, T, C). */
+qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos,
+                             qkv_tensor *ids, int64_t offset);
+
+#endif

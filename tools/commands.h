@@ -9,6 +9,9 @@ typedef struct {
 } qkv_command;
 
 int qkv_cmd_inspect(int argc, char **argv);
+int qkv_cmd_train(int argc, char **argv);
+int qkv_cmd_eval(int argc, char **argv);
+int qkv_cmd_decode(int argc, char **argv);
 int qkv_cmd_data(int argc, char **argv);
 
 #endif

@@ -50,6 +50,13 @@ QKV_API const char *qkv_status_str(qkv_status s);
 QKV_API const char *qkv_last_error(void);
 /* Forget the last error of this thread. */
 QKV_API void qkv_clear_error(void);
+/* Set this thread's error message (printf format) and return st: lets code built on qkv report
+ * its own failures through the same channel as the library's. */
+QKV_API qkv_status qkv_set_error(qkv_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Threads used by qkv's OpenMP loops and by BLAS (one shared OpenMP runtime). n <= 0: all cores.
  * Results do not depend on the thread count (see docs/design.md, "Determinism"). */

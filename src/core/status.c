@@ -61,6 +61,15 @@ qkv_status qkv__error(qkv_status st, const char *file, int line, const char *fmt
     return st;
 }
 
+qkv_status qkv_set_error(qkv_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(qkv_msg, QKV_MSG_SIZE, fmt ? fmt : "", ap);
+    va_end(ap);
+    if (n < 0) qkv_msg[0] = '\0';
+    return st;
+}
+
 void qkv__assert_fail(const char *cond, const char *file, int line) {
     fprintf(stderr, "qkv: internal error: assertion '%s' failed at %s:%d\n", cond, file, line);
     abort();

@@ -1,0 +1,214 @@
+/*
+ * cmd_decode.c: `qkv decode RUN [FILE...]`: read one input per line (a word for G2P) from the
+ * files or stdin, and write its decoded output: "input<TAB>output" (with --nbest N, N lines per
+ * input with their scores). Beam search by default; --greedy; --sample with temperature, top-k,
+ * top-p and a seed. Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
+ * A symbol missing from the vocabulary, or an input longer than the model accepts, is an error
+ * naming the file and line.
+ */
+#include "commands.h"
+#include "run_dir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample] [--nbest N] [--stream]\n"
+               "                      [--temperature T] [--top-k K] [--top-p P] [--seed S] [--tokens]\n\n"
+               "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
+               "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
+               "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n\n"
+               "examples:\n"
+               "  echo qubit | qkv decode runs/g2p\n"
+               "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
+               "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n");
+}
+
+typedef struct {
+    char **text; /* the input lines, for the output */
+    int32_t *ids, *lens;
+    int64_t n, n_ids, cap, cap_ids;
+} pending;
+
+static bool push(pending *p, const char *line, const int32_t *ids, int64_t len) {
+    if (p->n == p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 64;
+        char **t = realloc(p->text, sizeof *t * (size_t)cap);
+        int32_t *l = t ? realloc(p->lens, sizeof *l * (size_t)cap) : NULL;
+        if (t) p->text = t;
+        if (l) p->lens = l;
+        if (!t || !l) return false;
+        p->cap = cap;
+    }
+    if (p->n_ids + len > p->cap_ids) {
+        int64_t cap = 2 * (p->n_ids + len) + 64;
+        int32_t *g = realloc(p->ids, sizeof *g * (size_t)cap);
+        if (!g) return false;
+        p->ids = g;
+        p->cap_ids = cap;
+    }
+    p->text[p->n] = malloc(strlen(line) + 1);
+    if (!p->text[p->n]) return false;
+    strcpy(p->text[p->n], line);
+    memcpy(p->ids + p->n_ids, ids, sizeof *ids * (size_t)len);
+    p->lens[p->n++] = (int32_t)len;
+    p->n_ids += len;
+    return true;
+}
+
+static void clear(pending *p) {
+    for (int64_t i = 0; i < p->n; i++) free(p->text[i]);
+    p->n = p->n_ids = 0;
+}
+
+static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp, bool tokens_out) {
+    (void)tokens_out;
+    if (!p->n) return true;
+    qkv_hypotheses h;
+    memset(&h, 0, sizeof h);
+    if (qkv_decode(r->model, p->ids, p->lens, (int32_t)p->n, dp, &h)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return false;
+    }
+    for (int64_t b = 0; b < p->n; b++) {
+        for (int32_t k = 0; k < h.count[b]; k++) {
+            const qkv_hypothesis *hy = &h.hyp[b * h.n_best + k];
+            printf("%s\t", p->text[b]);
+            for (int32_t t = 0; t < hy->length; t++) {
+                if (hy->tokens[t] == dp->eos_id) break;
+                printf("%s%s", t ? " " : "", qkv_vocab_symbol(r->tgt, hy->tokens[t]));
+            }
+            if (dp->n_best > 1) printf("\t%.4f", hy->score);
+            printf("\n");
+        }
+    }
+    fflush(stdout);
+    qkv_hypotheses_free(&h);
+    clear(p);
+    return true;
+}
+
+/* Split a line into symbols (UTF-8 characters, or space-separated tokens) and look them up. */
+static bool encode_line(const run_dir *r, const char *file, int64_t line_no, const char *line, bool tokens,
+                        int32_t *ids, int64_t max, int64_t *len) {
+    int64_t n = 0;
+    const char *p = line;
+    while (*p) {
+        size_t k;
+        if (tokens) {
+            while (*p == ' ') p++;
+            if (!*p) break;
+            k = strcspn(p, " ");
+        } else {
+            k = 1;
+            while ((p[k] & 0xC0) == 0x80) k++; /* the rest of a UTF-8 character */
+        }
+        if (n == max) {
+            fprintf(stderr, "qkv decode: %s:%lld: input longer than the model's limit of %lld symbols\n", file,
+                    (long long)line_no, (long long)max);
+            return false;
+        }
+        int32_t id;
+        if (qkv_vocab_lookup(r->src, p, k, true, file, line_no, &id)) {
+            fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+            return false;
+        }
+        ids[n++] = id;
+        p += k;
+    }
+    *len = n;
+    return true;
+}
+
+int qkv_cmd_decode(int argc, char **argv) {
+    const char *run = NULL;
+    const char *files[256];
+    int n_files = 0;
+    qkv_decode_params dp = qkv_decode_default_params();
+    dp.strategy = QKV_DECODE_BEAM;
+    dp.beam_size = 4;
+    dp.n_best = 1;
+    bool stream = false, tokens = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const bool has = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--beam") && has) {
+            dp.strategy = QKV_DECODE_BEAM;
+            dp.beam_size = atoi(argv[++i]);
+        } else if (!strcmp(a, "--greedy")) {
+            dp.strategy = QKV_DECODE_GREEDY;
+        } else if (!strcmp(a, "--sample")) {
+            dp.strategy = QKV_DECODE_SAMPLE;
+        } else if (!strcmp(a, "--nbest") && has) {
+            dp.n_best = atoi(argv[++i]);
+        } else if (!strcmp(a, "--temperature") && has) {
+            dp.temperature = atof(argv[++i]);
+        } else if (!strcmp(a, "--top-k") && has) {
+            dp.top_k = atoi(argv[++i]);
+        } else if (!strcmp(a, "--top-p") && has) {
+            dp.top_p = atof(argv[++i]);
+        } else if (!strcmp(a, "--seed") && has) {
+            dp.seed = strtoull(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--stream")) {
+            stream = true;
+        } else if (!strcmp(a, "--tokens")) {
+            tokens = true;
+        } else if (a[0] != '-' && !run) {
+            run = a;
+        } else if (a[0] != '-' && n_files < 256) {
+            files[n_files++] = a;
+        } else {
+            fprintf(stderr, "qkv decode: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!run) {
+        usage(stderr);
+        return 2;
+    }
+    if (dp.strategy == QKV_DECODE_BEAM && dp.n_best > dp.beam_size) dp.beam_size = dp.n_best;
+    run_dir r;
+    if (run_dir_load(run, &r)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
+    }
+    dp.bos_id = QKV_VOCAB_BOS;
+    dp.eos_id = QKV_VOCAB_EOS;
+    dp.max_len = r.model->cfg.max_len - 1;
+    const int64_t max_in = r.model->cfg.max_len;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)max_in);
+    pending p;
+    memset(&p, 0, sizeof p);
+    int rc = ids ? 0 : 1;
+    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
+        const char *name = n_files ? files[f] : "<stdin>";
+        FILE *in = n_files ? fopen(files[f], "r") : stdin;
+        if (!in) {
+            fprintf(stderr, "qkv decode: cannot open %s\n", name);
+            rc = 1;
+            break;
+        }
+        char line[4096];
+        int64_t line_no = 0;
+        while (rc == 0 && fgets(line, sizeof line, in)) {
+            line_no++;
+            line[strcspn(line, "\r\n")] = '\0';
+            if (!line[0]) continue;
+            int64_t len = 0;
+            if (!encode_line(&r, name, line_no, line, tokens, ids, max_in, &len)) rc = 1;
+            else if (!push(&p, line, ids, len)) rc = 1, fprintf(stderr, "qkv decode: out of memory\n");
+            else if ((stream || p.n == 64) && !flush(&p, &r, &dp, tokens)) rc = 1;
+        }
+        if (n_files) fclose(in);
+    }
+    if (rc == 0 && !flush(&p, &r, &dp, tokens)) rc = 1;
+    clear(&p);
+    free(p.text), free(p.ids), free(p.lens), free(ids);
+    run_dir_free(&r);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* run_dir.c: see run_dir.h. */
+#include "run_dir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+qkv_status run_dir_load(const char *dir, run_dir *out) {
+    memset(out, 0, sizeof *out);
+    char base[1024], model[1200], src[1200], tgt[1200];
+    size_t n = strlen(dir);
+    const bool file = n > 12 && !strcmp(dir + n - 12, ".safetensors");
+    if (file) { /* the directory of the file */
+        const char *slash = strrchr(dir, '/');
+        snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - dir) : 1, slash ? dir : ".");
+        snprintf(model, sizeof model, "%s", dir);
+    } else {
+        snprintf(base, sizeof base, "%s", dir);
+        snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    }
+    snprintf(src, sizeof src, "%s/src.vocab", base);
+    snprintf(tgt, sizeof tgt, "%s/tgt.vocab", base);
+    qkv_status st = qkv_model_load(model, &out->model);
+    if (!st) st = qkv_vocab_load(src, &out->src);
+    if (!st) st = qkv_vocab_load(tgt, &out->tgt);
+    if (!st && (qkv_vocab_size(out->src) != out->model->cfg.src_vocab || qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab))
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabularies (%d, %d symbols) do not match the model (%d, %d)", base,
+                       qkv_vocab_size(out->src), qkv_vocab_size(out->tgt), out->model->cfg.src_vocab, out->model->cfg.tgt_vocab);
+    if (st) run_dir_free(out);
+    return st;
+}
+
+void run_dir_free(run_dir *r) {
+    qkv_model_free(r->model);
+    qkv_vocab_free(r->src);
+    qkv_vocab_free(r->tgt);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,219 @@
+/* seq2seq_task.c: see seq2seq_task.h. */
+#include "seq2seq_task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *pos_names[] = {"none", "sinusoidal", "learned"};
+static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
+static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
+static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
+static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
+static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
+static const char *ss_names[] = {"none", "linear", "exponential", "inverse_sigmoid"};
+static const char *strategy_names[] = {"greedy", "beam"};
+static const char *lp_names[] = {"none", "average", "gnmt"};
+#define N(a) a, (int)(sizeof a / sizeof *a)
+
+static bool read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
+    char key[96];
+    int e = 0;
+    int64_t v = 0;
+#define KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
+    if (!config_enum(cfg, KEY("score"), a->score, N(score_names), &e)) return false;
+    a->score = (qkv_score_kind)e;
+    if (!config_enum(cfg, KEY("norm"), a->norm, N(norm_names), &e)) return false;
+    a->norm = (qkv_attn_norm)e;
+    if (!config_enum(cfg, KEY("relpos"), a->relpos, N(relpos_names), &e)) return false;
+    a->relpos = (qkv_relpos_kind)e;
+    if (!config_int(cfg, KEY("relpos_max_distance"), a->relpos_max_distance, 0, 100000, &v)) return false;
+    a->relpos_max_distance = (int32_t)v;
+    if (!config_int(cfg, KEY("relpos_buckets"), a->relpos_buckets, 1, 100000, &v)) return false;
+    a->relpos_buckets = (int32_t)v;
+#undef KEY
+    return true;
+}
+
+bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
+    memset(s, 0, sizeof *s);
+    int64_t v;
+    int e;
+    double d;
+    bool ok = config_str(cfg, "data.train", NULL, &s->train_path) && config_str(cfg, "data.dev", NULL, &s->dev_path) &&
+              config_str(cfg, "data.test", NULL, &s->test_path) && config_str(cfg, "out.dir", NULL, &s->out_dir) &&
+              config_bool(cfg, "data.src_tokens", false, &s->src_tokens) &&
+              config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) &&
+              config_int(cfg, "data.max_tgt_len", 64, 1, 100000, &s->max_tgt_len);
+    if (!ok) return false;
+    /* model */
+    qkv_model_config *m = &s->model;
+    int64_t d_model, heads, enc, dec;
+    if (!config_int(cfg, "model.d_model", 256, 1, 65536, &d_model) || !config_int(cfg, "model.heads", 4, 1, 1024, &heads) ||
+        !config_int(cfg, "model.encoder_layers", 3, 1, 1000, &enc) || !config_int(cfg, "model.decoder_layers", 3, 1, 1000, &dec))
+        return false;
+    *m = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, (int32_t)d_model, (int32_t)heads, (int32_t)enc);
+    m->n_decoder_layers = (int32_t)dec;
+    if (!config_int(cfg, "model.ff", 4 * d_model, 1, 1 << 20, &v)) return false;
+    m->dim_feedforward = (int32_t)v;
+    if (!config_double(cfg, "model.dropout", 0.1, 0, 0.99, &m->dropout)) return false;
+    if (!config_bool(cfg, "model.norm_first", false, &m->norm_first)) return false;
+    if (!config_bool(cfg, "model.tie_embeddings", false, &m->tie_embeddings)) return false;
+    if (!config_enum(cfg, "model.pos", QKV_POS_SINUSOIDAL, N(pos_names), &e)) return false;
+    m->pos = (qkv_abs_pos)e;
+    if (!config_enum(cfg, "model.activation", QKV_ACT_RELU, N(act_names), &e)) return false;
+    m->activation = (qkv_activation)e;
+    if (!config_int(cfg, "model.max_len", s->max_src_len > s->max_tgt_len + 1 ? s->max_src_len : s->max_tgt_len + 1, 1, 1 << 20, &v))
+        return false;
+    m->max_len = (int32_t)v;
+    m->pad_id = QKV_VOCAB_PAD;
+    if (!read_attention(cfg, "model.attention", &m->self_attn)) return false;
+    m->dec_self_attn = m->self_attn;
+    m->dec_self_attn.relpos_bidirectional = false;
+    m->cross_attn = m->self_attn;
+    if (m->cross_attn.relpos != QKV_RELPOS_NONE && m->cross_attn.relpos != QKV_RELPOS_ALIBI &&
+        m->cross_attn.relpos != QKV_RELPOS_T5)
+        m->cross_attn.relpos = QKV_RELPOS_NONE; /* Shaw / RoPE positions do not cross sequences */
+    if (!read_attention(cfg, "model.cross_attention", &m->cross_attn)) return false;
+    /* training */
+    qkv_train_config *t = &s->train;
+    *t = qkv_train_default_config();
+    double lr, min_lr;
+    int64_t warmup;
+    if (!config_int(cfg, "train.steps", 2000, 1, INT64_C(1) << 40, &s->steps) ||
+        !config_int(cfg, "train.max_tokens", 4096, 1, INT64_C(1) << 30, &s->max_tokens) ||
+        !config_double(cfg, "train.lr", 1e-3, 0, 10, &lr) || !config_int(cfg, "train.warmup", 400, 0, INT64_C(1) << 40, &warmup) ||
+        !config_double(cfg, "train.min_lr", 1e-5, 0, 10, &min_lr) ||
+        !config_enum(cfg, "train.schedule", 1, N(schedule_names), &e))
+        return false;
+    t->schedule = (qkv_lr_schedule){.kind = e == 0 ? QKV_LR_CONSTANT : e == 1 ? QKV_LR_INV_SQRT : QKV_LR_WARMUP_COSINE,
+                                    .base_lr = lr, .warmup_steps = warmup, .total_steps = s->steps, .min_lr = min_lr};
+    t->optim.lr = lr;
+    if (!config_double(cfg, "train.weight_decay", t->optim.weight_decay, 0, 10, &t->optim.weight_decay) ||
+        !config_double(cfg, "train.clip", 1.0, 0, 1e9, &t->clip_norm) ||
+        !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
+        !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
+        return false;
+    t->accum_steps = (int32_t)v;
+    if (!config_int(cfg, "train.seed", 1, 0, INT64_MAX, &v)) return false;
+    t->seed = (uint64_t)v;
+    if (!config_enum(cfg, "train.ss", 0, N(ss_names), &e)) return false;
+    t->ss_kind = (qkv_ss_kind)e;
+    if (!config_double(cfg, "train.ss_k", t->ss_k, 0, 1e9, &t->ss_k) ||
+        !config_int(cfg, "train.ss_decay_steps", t->ss_decay_steps, 1, INT64_C(1) << 40, &t->ss_decay_steps) ||
+        !config_double(cfg, "train.ss_min_gold", t->ss_min_gold, 0, 1, &t->ss_min_gold) ||
+        !config_double(cfg, "train.guided_weight", 0, 0, 1e6, &t->guided_weight) ||
+        !config_double(cfg, "train.guided_sigma", 0.2, 1e-6, 1e6, &t->guided_sigma) ||
+        !config_int(cfg, "train.eval_every", 500, 1, INT64_C(1) << 40, &s->eval_every) ||
+        !config_int(cfg, "train.log_every", 50, 1, INT64_C(1) << 40, &s->log_every) ||
+        !config_int(cfg, "train.threads", 0, 0, 4096, &s->threads))
+        return false;
+    /* decoding for evaluation */
+    qkv_decode_params *p = &s->decode;
+    *p = qkv_decode_default_params();
+    p->bos_id = QKV_VOCAB_BOS;
+    p->eos_id = QKV_VOCAB_EOS;
+    if (!config_enum(cfg, "eval.strategy", 1, N(strategy_names), &e)) return false;
+    p->strategy = e ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
+    if (!config_int(cfg, "eval.beam", 4, 1, 1024, &v)) return false;
+    p->beam_size = (int32_t)v;
+    p->n_best = 1;
+    if (!config_enum(cfg, "eval.length_penalty", 1, N(lp_names), &e)) return false;
+    p->length_penalty = (qkv_length_penalty)e;
+    if (!config_double(cfg, "eval.alpha", 0.6, 0, 10, &d)) return false;
+    p->alpha = d;
+    p->max_len = (int32_t)(s->max_tgt_len + 1);
+    if (!config_int(cfg, "eval.batch", 64, 1, 1 << 20, &s->eval_batch) ||
+        !config_int(cfg, "eval.max_items", 0, 0, INT64_MAX, &s->eval_max_items))
+        return false;
+    return true;
+}
+
+bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name) {
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < size;
+}
+
+qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
+                                 const qkv_vocab *tgt, seq2seq_eval_set *out) {
+    memset(out, 0, sizeof *out);
+    qkv_read_opts ro = {.max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokens = s->src_tokens};
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, &ro, &out->corpus);
+    if (!st) st = qkv_dataset_encode(out->corpus, src, tgt, false, &out->data);
+    if (!st) st = qkv_corpus_groups(out->corpus, &out->groups);
+    if (st) seq2seq_eval_set_free(out);
+    return st;
+}
+
+void seq2seq_eval_set_free(seq2seq_eval_set *e) {
+    qkv_groups_free(&e->groups);
+    qkv_dataset_free(e->data);
+    qkv_corpus_free(e->corpus);
+    memset(e, 0, sizeof *e);
+}
+
+void seq2seq_free_hyps(seq2seq_hyps *h) {
+    for (int64_t i = 0; h->tokens && i < h->n; i++) free(h->tokens[i]);
+    free(h->tokens);
+    free(h->len);
+    memset(h, 0, sizeof *h);
+}
+
+qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const qkv_decode_params *p, int64_t batch,
+                            int64_t max_items, qkv_wer_counts *counts, seq2seq_hyps *hyp_out) {
+    memset(counts, 0, sizeof *counts);
+    const int64_t n = max_items > 0 && max_items < e->groups.n ? max_items : e->groups.n;
+    if (hyp_out) {
+        memset(hyp_out, 0, sizeof *hyp_out);
+        hyp_out->tokens = calloc((size_t)(n ? n : 1), sizeof *hyp_out->tokens);
+        hyp_out->len = calloc((size_t)(n ? n : 1), sizeof *hyp_out->len);
+        if (!hyp_out->tokens || !hyp_out->len) return qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+        hyp_out->n = n;
+    }
+    int32_t *src = NULL, *lens = NULL;
+    qkv_status st = QKV_OK;
+    for (int64_t first = 0; first < n && !st; first += batch) {
+        const int64_t rows = n - first < batch ? n - first : batch;
+        int64_t total = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            qkv_example ex;
+            qkv_dataset_get(e->data, e->groups.start[first + r], &ex);
+            total += ex.src_len;
+        }
+        free(src);
+        free(lens);
+        src = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+        lens = malloc(sizeof(int32_t) * (size_t)rows);
+        if (!src || !lens) {
+            st = qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+            break;
+        }
+        int64_t at = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            qkv_example ex;
+            qkv_dataset_get(e->data, e->groups.start[first + r], &ex);
+            memcpy(src + at, ex.src, sizeof(int32_t) * (size_t)ex.src_len);
+            lens[r] = (int32_t)ex.src_len;
+            at += ex.src_len;
+        }
+        qkv_hypotheses h;
+        memset(&h, 0, sizeof h);
+        st = qkv_decode(m, src, lens, (int32_t)rows, p, &h);
+        for (int64_t r = 0; r < rows && !st; r++) {
+            const qkv_hypothesis *best = h.count[r] ? &h.hyp[r * h.n_best] : NULL;
+            const int64_t len = best ? qkv_seq_length(best->tokens, best->length, p->eos_id) : 0;
+            st = qkv_wer_add_group(counts, e->data, &e->groups, first + r, best ? best->tokens : NULL, len, NULL);
+            if (!st && hyp_out) {
+                hyp_out->tokens[first + r] = malloc(sizeof(int32_t) * (size_t)(len ? len : 1));
+                if (!hyp_out->tokens[first + r]) st = qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+                else if (len) memcpy(hyp_out->tokens[first + r], best->tokens, sizeof(int32_t) * (size_t)len);
+                hyp_out->len[first + r] = len;
+            }
+        }
+        qkv_hypotheses_free(&h);
+    }
+    free(src);
+    free(lens);
+    if (st && hyp_out) seq2seq_free_hyps(hyp_out);
+    return st;
+}

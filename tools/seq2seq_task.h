@@ -1,0 +1,59 @@
+/*
+ * seq2seq_task.h: what `qkv train`, `qkv eval` and `qkv decode` share for sequence-to-sequence
+ * tasks (G2P: characters -> phones; any "source<TAB>t1 t2 ..." pairs file): reading the
+ * configuration into model, training and decoding settings, the vocabularies, the data sets, and
+ * the multi-reference WER / PER evaluation with batched beam or greedy decoding.
+ *
+ * A run directory (out.dir) holds src.vocab, tgt.vocab, model.safetensors (best on dev),
+ * last.safetensors, checkpoint.safetensors (resume), log.jsonl and report.html.
+ */
+#ifndef QKV_TOOLS_SEQ2SEQ_TASK_H
+#define QKV_TOOLS_SEQ2SEQ_TASK_H
+
+#include "config.h"
+#include "qkv/qkv.h"
+#include "qkv/qkv_data.h"
+#include "qkv/qkv_decode.h"
+
+typedef struct seq2seq_settings {
+    const char *train_path, *dev_path, *test_path, *out_dir;
+    bool src_tokens;           /* source = space-separated tokens instead of characters */
+    int64_t max_src_len, max_tgt_len;
+    qkv_model_config model;
+    qkv_train_config train;
+    int64_t steps, max_tokens, eval_every, log_every, eval_max_items, threads;
+    qkv_decode_params decode;
+    int64_t eval_batch;
+} seq2seq_settings;
+
+/* Read every setting (defaults documented in docs/cli.md). False with cfg->error on a bad value. */
+bool seq2seq_read_settings(config *cfg, seq2seq_settings *s);
+
+/* The evaluation data of a split: its corpus encoded with the run's vocabularies, and the groups
+ * of references (one item per word). */
+typedef struct seq2seq_eval_set {
+    qkv_corpus *corpus;
+    qkv_dataset *data;
+    qkv_groups groups;
+} seq2seq_eval_set;
+
+qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
+                                 const qkv_vocab *tgt, seq2seq_eval_set *out);
+void seq2seq_eval_set_free(seq2seq_eval_set *e);
+
+/* Decode the first example of each group (up to max_items; 0: all) and score it against the
+ * group's references. When hyp_out is given, it receives the best hypothesis per item (malloc'd,
+ * to free with seq2seq_free_hyps). */
+typedef struct seq2seq_hyps {
+    int64_t n;
+    int32_t **tokens;
+    int64_t *len;
+} seq2seq_hyps;
+qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const qkv_decode_params *p,
+                            int64_t batch, int64_t max_items, qkv_wer_counts *counts, seq2seq_hyps *hyp_out);
+void seq2seq_free_hyps(seq2seq_hyps *h);
+
+/* "<dir>/<name>" into buf; false when it does not fit. */
+bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name);
+
+#endif

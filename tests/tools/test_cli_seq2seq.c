@@ -1,0 +1,131 @@
+/*
+ * test_cli_seq2seq.c: `qkv train`, `qkv eval` and `qkv decode` as a user runs them (the built
+ * binary, QKV_CLI_PATH), on a tiny synthetic G2P-style data set: a run writes its files, resumes
+ * from its checkpoint, evaluates and decodes; bad configurations, malformed data and unknown
+ * symbols give a message with the file and line and a non-zero exit.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef QKV_CLI_PATH
+#define QKV_CLI_PATH "build/release/qkv"
+#endif
+
+/* Run a shell command; capture stdout+stderr into out; return the exit status. */
+static int run(const char *cmd, char *out, size_t size) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static bool exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* words -> "phones" that spell the letters in upper case: a task a tiny model can start on */
+static void write_pairs(const char *path, int first, int n) {
+    FILE *f = fopen(path, "w");
+    const char *words[] = {"ab", "abc", "bad", "cab", "dab", "ace", "bead", "deed", "cede", "face", "fade", "bee"};
+    for (int i = first; i < first + n; i++) {
+        const char *w = words[i % 12];
+        fprintf(f, "%s\t", w);
+        for (const char *c = w; *c; c++) fprintf(f, "%s%c", c == w ? "" : " ", *c - 32);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+}
+
+TEST(cli_train_resume_eval_decode) {
+    char dir[] = "/tmp/qkv_cli_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char train[600], dev[600], conf[600], run_dir[600], cmd[4096], out[16384], path[700];
+    snprintf(train, sizeof train, "%s/train.tsv", dir);
+    snprintf(dev, sizeof dev, "%s/dev.tsv", dir);
+    snprintf(conf, sizeof conf, "%s/run.conf", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    write_pairs(train, 0, 12);
+    write_file(dev, "ab\tA B\nbad\tB A D\ncab\tC A B\n"); /* sorted by word, as the split files */
+    char text[2048];
+    snprintf(text, sizeof text,
+             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 16\nmodel.heads = 2\n"
+             "model.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 32\ntrain.steps = 6\n"
+             "train.max_tokens = 64\ntrain.eval_every = 3\ntrain.warmup = 2\neval.strategy = greedy\n",
+             train, dev, run_dir);
+    write_file(conf, text);
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=3", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train failed: %s", out);
+    CHECK(strstr(out, "eval step 3: dev WER"));
+    const char *files[] = {"src.vocab", "tgt.vocab", "model.safetensors", "last.safetensors", "checkpoint.safetensors",
+                           "log.jsonl", "report.html"};
+    for (int i = 0; i < 7; i++) {
+        snprintf(path, sizeof path, "%s/%s", run_dir, files[i]);
+        CHECK_MSG(exists(path), "missing %s", path);
+    }
+    snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "resume failed: %s", out);
+    CHECK_MSG(strstr(out, "resuming") && strstr(out, "at step 3") && strstr(out, "eval step 6"), "resume output: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s --greedy --show 2", QKV_CLI_PATH, run_dir, dev);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "3 words, WER"), "eval: %s", out);
+    snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --beam 3 --nbest 2", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    int lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    CHECK_MSG(lines == 4 && strstr(out, "bead\t") && strstr(out, "face\t"), "decode output: %s", out);
+    /* an unknown character: file and line */
+    snprintf(path, sizeof path, "%s/words.txt", dir);
+    write_file(path, "bad\nb@d\n");
+    snprintf(cmd, sizeof cmd, "%s decode %s %s", QKV_CLI_PATH, run_dir, path);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "words.txt:2") && strstr(out, "'@'"), "unknown symbol: %s", out);
+    /* an input over the model's limit */
+    snprintf(cmd, sizeof cmd, "printf 'abababababababababababababababababababababababababababababababababababab\\n' | %s decode %s",
+             QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "<stdin>:1") && strstr(out, "longer"), "too long: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(cli_train_rejects_bad_configurations_and_data) {
+    char dir[] = "/tmp/qkv_cli_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char conf[600], data[600], cmd[4096], out[8192], text[2048];
+    snprintf(conf, sizeof conf, "%s/bad.conf", dir);
+    snprintf(data, sizeof data, "%s/train.tsv", dir);
+    write_file(data, "ab\tA B\nabc A B C\n"); /* line 2 lacks its TAB */
+    snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\nmodel.d_modle = 16\n", data, data, dir);
+    write_file(conf, text);
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: unknown key 'model.d_modle'"), "typo: %s", out);
+    snprintf(cmd, sizeof cmd, "%s train %s --set model.d_modle.x=1", QKV_CLI_PATH, conf);
+    CHECK(run(cmd, out, sizeof out) == 1);
+    snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\nmodel.heads = 0\n", data, data, dir);
+    write_file(conf, text);
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: model.heads = 0 is outside"), "range: %s", out);
+    snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\n", data, data, dir);
+    write_file(conf, text);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2"), "malformed data: %s", out);
+    snprintf(cmd, sizeof cmd, "%s train", QKV_CLI_PATH);
+    CHECK(run(cmd, out, sizeof out) == 2);
+    snprintf(cmd, sizeof cmd, "%s train --help", QKV_CLI_PATH);
+    CHECK(run(cmd, out, sizeof out) == 0 && strstr(out, "example"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}

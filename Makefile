@@ -3,7 +3,7 @@ BUILD ?= build/release
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-asan test-portable fuzz demo bench clean
+.PHONY: all build test test-asan test-portable fuzz demo demo-reverse bench clean
 
 all: build
 
@@ -39,7 +39,12 @@ fuzz:
 	build/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -dict=tests/io/fuzz_safetensors.dict \
 	    build/fuzz/corpus tests/io/fuzz_corpus
 
-demo: build
+# The main job: a G2P Transformer trained on the shipped CMUdict for a few minutes (scripts/demo.sh).
+demo:
+	scripts/demo.sh
+
+# The small synthetic demo: a 2-layer encoder learns to reverse digit strings (seconds).
+demo-reverse: build
 	$(BUILD)/demo_attention $(DEMO_ARGS)
 
 bench: build

@@ -12,6 +12,7 @@ int qkv_cmd_inspect(int argc, char **argv);
 int qkv_cmd_train(int argc, char **argv);
 int qkv_cmd_eval(int argc, char **argv);
 int qkv_cmd_decode(int argc, char **argv);
+int qkv_cmd_attn(int argc, char **argv);
 int qkv_cmd_data(int argc, char **argv);
 
 #endif

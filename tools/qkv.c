@@ -12,6 +12,7 @@ static const qkv_command commands[] = {
     {"train", "train a sequence-to-sequence Transformer from a configuration file", qkv_cmd_train},
     {"eval", "decode a data set with a trained model and report WER / PER", qkv_cmd_eval},
     {"decode", "decode inputs (one per line) with a trained model: beam, greedy, sampling", qkv_cmd_decode},
+    {"attn", "attention maps of every layer and head for one input: SVG, PNG, HTML, terminal", qkv_cmd_attn},
     {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
     {"data", "prepare the split files of the real data sets; check data files", qkv_cmd_data},
 };

@@ -129,3 +129,37 @@ TEST(cli_train_rejects_bad_configurations_and_data) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+TEST(cli_attn_writes_every_map_and_the_terminal_view) {
+    char dir[] = "/tmp/qkv_cli_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char train[600], conf[600], run_dir[600], cmd[4096], out[16384], text[2048], path[700];
+    snprintf(train, sizeof train, "%s/train.tsv", dir);
+    snprintf(conf, sizeof conf, "%s/run.conf", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    write_pairs(train, 0, 12);
+    snprintf(text, sizeof text,
+             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 2\n"
+             "model.decoder_layers = 1\nmodel.ff = 16\ntrain.steps = 2\ntrain.max_tokens = 64\ntrain.eval_every = 2\n"
+             "eval.strategy = greedy\n",
+             train, train, run_dir);
+    write_file(conf, text);
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --out %s/maps", QKV_CLI_PATH, run_dir, dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "attn: %s", out);
+    /* (2 encoder + 2 x 1 decoder layers) x 2 heads = 8 maps */
+    CHECK_MSG(strstr(out, "8 attention maps") && strstr(out, "decoder layer 0, head 1 (cross)"), "attn output: %s", out);
+    snprintf(path, sizeof path, "%s/maps/index.html", dir);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    snprintf(path, sizeof path, "%s/maps/007-decoder-layer0-head1-cross.png", dir);
+    f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "missing %s", path);
+    if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}

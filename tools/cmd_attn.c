@@ -1,0 +1,195 @@
+/*
+ * cmd_attn.c: `qkv attn RUN INPUT [--out DIR] [--terminal] [--layer L] [--head H]`: decode INPUT
+ * greedily with the model of RUN, then run the model once more with teacher forcing on (input,
+ * output) and keep the attention weights of every layer and head: encoder self-attention, decoder
+ * masked self-attention and cross-attention. Writes one SVG and one PNG per map and an index.html
+ * showing them all (qkv_viz.h); --terminal also prints shaded maps (by default the last decoder
+ * layer's cross-attention, every head).
+ *
+ * Axes: encoder maps have the input symbols on both axes; decoder rows are labelled with the token
+ * each position predicts (y1 .. yn, <eos>), decoder columns with the decoder inputs (<bos>,
+ * y1 .. yn) for self-attention and the input symbols for cross-attention.
+ */
+#include "commands.h"
+#include "run_dir.h"
+#include "qkv/qkv_viz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: qkv attn RUN INPUT [--out DIR] [--terminal] [--layer L] [--head H] [--tokens]\n\n"
+               "Write the attention maps of every layer and head for one input (SVG + PNG per map and an\n"
+               "index.html; default DIR: RUN/attn) and, with --terminal, print shaded maps.\n\n"
+               "example:\n"
+               "  qkv attn runs/g2p transformer --terminal\n");
+}
+
+enum { MAX_LEN = 512 };
+
+int qkv_cmd_attn(int argc, char **argv) {
+    const char *run = NULL, *input = NULL, *out_dir = NULL;
+    bool terminal = false, tokens = false;
+    int only_layer = -1, only_head = -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--terminal")) {
+            terminal = true;
+        } else if (!strcmp(argv[i], "--tokens")) {
+            tokens = true;
+        } else if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
+            only_layer = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--head") && i + 1 < argc) {
+            only_head = atoi(argv[++i]);
+        } else if (argv[i][0] != '-' && !run) {
+            run = argv[i];
+        } else if (argv[i][0] != '-' && !input) {
+            input = argv[i];
+        } else {
+            fprintf(stderr, "qkv attn: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!run || !input || !*input) {
+        usage(stderr);
+        return 2;
+    }
+    run_dir r;
+    if (run_dir_load(run, &r)) {
+        fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+        return 1;
+    }
+    const qkv_model_config *c = &r.model->cfg;
+    int rc = 1;
+    qkv_ctx *ctx = NULL;
+    qkv_hypotheses h;
+    memset(&h, 0, sizeof h);
+    qkv_attn_map *maps = NULL;
+    char **labels = NULL;
+    qkv_tensor **w_enc = calloc((size_t)c->n_encoder_layers, sizeof *w_enc);
+    qkv_tensor **w_self = calloc((size_t)c->n_decoder_layers, sizeof *w_self);
+    qkv_tensor **w_cross = calloc((size_t)c->n_decoder_layers, sizeof *w_cross);
+    /* the input symbols */
+    int32_t src[MAX_LEN];
+    const char *src_label[MAX_LEN];
+    int32_t S = 0;
+    for (const char *p = input; *p;) {
+        size_t k;
+        if (tokens) {
+            while (*p == ' ') p++;
+            if (!*p) break;
+            k = strcspn(p, " ");
+        } else {
+            k = 1;
+            while ((p[k] & 0xC0) == 0x80) k++;
+        }
+        if (S >= c->max_len - 1 || S >= MAX_LEN) {
+            fprintf(stderr, "qkv attn: the input is longer than the model accepts (%d symbols)\n", c->max_len - 1);
+            goto done;
+        }
+        if (qkv_vocab_lookup(r.src, p, k, true, "<input>", 1, &src[S])) {
+            fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+            goto done;
+        }
+        src_label[S] = qkv_vocab_symbol(r.src, src[S]);
+        S++;
+        p += k;
+    }
+    /* the output, greedily */
+    qkv_decode_params dp = qkv_decode_default_params();
+    dp.strategy = QKV_DECODE_GREEDY;
+    dp.bos_id = QKV_VOCAB_BOS;
+    dp.eos_id = QKV_VOCAB_EOS;
+    dp.max_len = c->max_len - 1;
+    if (qkv_decode(r.model, src, &S, 1, &dp, &h)) {
+        fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+        goto done;
+    }
+    const int32_t n_out = h.hyp[0].length; /* includes <eos> when finished */
+    int32_t tgt_in[MAX_LEN];
+    const char *in_label[MAX_LEN], *out_label[MAX_LEN];
+    const int32_t T = n_out < MAX_LEN ? n_out : MAX_LEN - 1;
+    tgt_in[0] = QKV_VOCAB_BOS;
+    in_label[0] = "<bos>";
+    for (int32_t t = 0; t < T; t++) {
+        out_label[t] = qkv_vocab_symbol(r.tgt, h.hyp[0].tokens[t]);
+        if (t + 1 < T) {
+            tgt_in[t + 1] = h.hyp[0].tokens[t];
+            in_label[t + 1] = out_label[t];
+        }
+    }
+    printf("%s ->", input);
+    for (int32_t t = 0; t < T; t++)
+        if (h.hyp[0].tokens[t] != QKV_VOCAB_EOS) printf(" %s", out_label[t]);
+    printf("\n");
+    /* teacher-forced pass keeping every weight */
+    qkv_ctx_params cp = qkv_ctx_default_params();
+    if (qkv_ctx_new(&cp, &ctx)) goto fail;
+    qkv_ctx_set_grad_enabled(ctx, false);
+    qkv_tensor *src_t = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){1, S}, src);
+    qkv_tensor *tgt_t = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){1, T}, tgt_in);
+    qkv_tensor *memory = qkv_model_encode(ctx, r.model, src_t, w_enc);
+    qkv_model_decode(ctx, r.model, tgt_t, memory, src_t, w_self, w_cross);
+    if (qkv_ctx_status(ctx)) goto fail;
+    const int64_t H = c->n_heads, n_maps = H * (c->n_encoder_layers + 2 * c->n_decoder_layers);
+    maps = calloc((size_t)n_maps, sizeof *maps);
+    if (!maps) goto fail;
+    int64_t k = 0;
+    for (int stack = 0; stack < 3; stack++) {
+        const int layers = stack == 0 ? c->n_encoder_layers : c->n_decoder_layers;
+        for (int l = 0; l < layers; l++)
+            for (int64_t hd = 0; hd < H; hd++, k++) {
+                qkv_tensor *w = stack == 0 ? w_enc[l] : stack == 1 ? w_self[l] : w_cross[l]; /* (1, H, rows, cols) */
+                const int64_t rows = w->shape[2], cols = w->shape[3];
+                maps[k] = (qkv_attn_map){.stack = stack == 0 ? "encoder" : "decoder", .layer = l, .head = (int)hd,
+                                         .kind = stack == 0 ? QKV_ATTN_SELF : stack == 1 ? QKV_ATTN_MASKED_SELF : QKV_ATTN_CROSS,
+                                         .rows = rows, .cols = cols, .dtype = QKV_REAL,
+                                         .weights = (const qkv_real *)w->data + hd * rows * cols,
+                                         .row_labels = stack == 0 ? src_label : out_label,
+                                         .col_labels = stack == 2 || stack == 0 ? src_label : in_label};
+            }
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : "");
+    if (!out_dir) {
+        const size_t n = strlen(run);
+        const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
+        snprintf(dir, sizeof dir, "%s%s", file ? "attn" : run, file ? "" : "/attn");
+    }
+    qkv_attn_page page = {.title = input, .input_tokens = src_label, .n_input = S, .output_tokens = out_label,
+                          .n_output = T, .maps = maps, .n_maps = n_maps};
+    mkdir(dir, 0777);
+    if (qkv_attn_export(dir, &page, NULL)) goto fail;
+    printf("%lld attention maps (%d encoder + %d decoder layers x %lld heads): %s/index.html\n", (long long)n_maps,
+           c->n_encoder_layers, c->n_decoder_layers, (long long)H, dir);
+    if (terminal) {
+        for (int64_t i = 0; i < n_maps; i++) {
+            const qkv_attn_map *m = &maps[i];
+            const bool pick = only_layer >= 0 || only_head >= 0
+                                  ? (only_layer < 0 || m->layer == only_layer) && (only_head < 0 || m->head == only_head)
+                                  : m->kind == QKV_ATTN_CROSS && m->layer == c->n_decoder_layers - 1;
+            if (!pick) continue;
+            printf("\n");
+            if (qkv_attn_terminal(stdout, m, NULL)) goto fail;
+        }
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+done:
+    free(labels);
+    free(maps);
+    free(w_enc), free(w_self), free(w_cross);
+    qkv_ctx_free(ctx);
+    qkv_hypotheses_free(&h);
+    run_dir_free(&r);
+    return rc;
+}

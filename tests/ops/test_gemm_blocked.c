@@ -56,10 +56,10 @@ static void exact_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, qkv_re
 
 TEST(gemm_blocked_exact_on_every_edge_path) {
     const int64_t shapes[][3] = {
-        {1, 1, 1},      {1, 37, 1},     {37, 1, 1},    {1, 300, 1},     /* vectors */
-        {129, 1, 300},  {4, 8, 256},    {5, 9, 257},   {7, 13, 300},    /* one micro-tile +- 1 */
-        {130, 3, 600},  {3, 130, 600},  {65, 67, 513}, {128, 128, 256}, /* MC, NC, KC edges */
-        {129, 257, 65}, {300, 517, 70}, {600, 9, 70},  {9, 600, 70},    /* tiled for threads */
+        {1, 1, 1},     {1, 37, 1},     {37, 1, 1},   {1, 300, 1},    /* vectors */
+        {129, 1, 300}, {4, 8, 256},    {5, 9, 257},  {7, 13, 300},   /* one micro-tile +- 1 */
+        {130, 3, 600}, {3, 130, 600},  {65, 9, 513}, {128, 16, 256}, /* MC, NC, KC edges */
+        {129, 257, 9}, {257, 130, 20}, {600, 9, 70}, {9, 600, 70},   /* tiled for threads */
     };
     const qkv_real ab[][2] = {{1, 0}, {-2, 1}, {0.5, -0.5}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
@@ -101,7 +101,7 @@ TEST(gemm_blocked_beta_zero_ignores_nan_and_alpha_zero_only_scales) {
 TEST(gemm_blocked_subblock_is_bit_identical_to_full_product) {
     /* Rows i0.. and columns j0.. of C from their own call: odd offsets move every element to
      * another micro-tile position and tile, the k order must stay the same. */
-    const int64_t m = 300, n = 517, k = 300, i0 = 3, j0 = 5, ms = 101, ns = 203;
+    const int64_t m = 120, n = 150, k = 260, i0 = 3, j0 = 5, ms = 101, ns = 103;
     qkv_real *a = malloc(sizeof(qkv_real) * m * k), *b = malloc(sizeof(qkv_real) * k * n);
     qkv_real *c = malloc(sizeof(qkv_real) * m * n), *cs = malloc(sizeof(qkv_real) * ms * ns);
     tu_fill_uniform(a, m * k, -1, 1, 31);
@@ -123,7 +123,7 @@ TEST(gemm_blocked_subblock_is_bit_identical_to_full_product) {
 }
 
 TEST(gemm_blocked_all_transposes_identical_across_thread_counts) {
-    const int64_t m = 300, n = 517, k = 300; /* above the serial threshold, ragged tiles */
+    const int64_t m = 120, n = 150, k = 260; /* above the serial threshold, ragged tiles */
     qkv_real *a = malloc(sizeof(qkv_real) * m * k), *b = malloc(sizeof(qkv_real) * k * n);
     qkv_real *c1 = malloc(sizeof(qkv_real) * m * n), *c2 = malloc(sizeof(qkv_real) * m * n);
     tu_fill_uniform(a, m * k, -1, 1, 41);

@@ -4,11 +4,10 @@
  * - qkv_gemm: the fast path. cblas_sgemm / cblas_dgemm when built with BLAS (OpenBLAS, OpenMP
  *   build, sharing our OpenMP runtime) on fixed tiles spread over OpenMP threads (see below), else
  *   the blocked fallback. Called outside any OpenMP parallel region.
- * - qkv_gemm_blocked: a portable cache-blocked GEMM (Goto & van de Geijn 2008 loop order,
- *   simplified): B is packed in KC x NC panels, A in MC x KC blocks, and the inner loop streams a
- *   row of the packed B panel so the compiler vectorises it. Rows of C are split across OpenMP
- *   threads; every element of C is summed over k in the same order whatever the thread count,
- *   so results are bit-identical across thread counts.
+ * - qkv_gemm_blocked: the portable fallback in plain C11 (Goto / BLIS loop order, a 4 x 8
+ *   register-blocked micro-kernel over packed panels, tiles of C spread over OpenMP threads);
+ *   every element of C is summed over k in the same order whatever the tiling, so results are
+ *   bit-identical across thread counts. Details at its definition below.
  * - qkv_gemm_ref: the naive triple loop with a double accumulator, the test oracle.
  */
 #include "../core/internal.h"
@@ -59,7 +58,9 @@ void qkv_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, q
  * clang also honours): per step p it broadcasts MR values of A and multiplies them with NR
  * contiguous values of B. NR is two 16-byte SSE2 vectors (8 floats, 4 doubles) and MR = 4, so
  * the 8 accumulators, 2 B vectors, a broadcast and a product fit in the 16 xmm registers of the
- * x86-64 baseline; 4 x 8 measured fastest of 2..12 x 4..32 with gcc 12 and clang 14 at -O2.
+ * x86-64 baseline. Of the shapes tried (2..12 rows x 4..32 columns) 4 x 8 was the fastest with
+ * both gcc 12 and clang 14 at -O2 (about 25 and 29 GFLOP/s on one Zen 4 core, SSE2 only); wider
+ * tiles spill, and pre-broadcasting A in the packing helped clang but slowed gcc.
  * Partial tiles at the right and bottom edges run the same kernel on panels padded with zeros
  * (the padded lanes are discarded; zeros keep them free of uninitialised reads and of slow
  * denormal or NaN arithmetic), and only the valid mr x nr corner is written back.
@@ -71,7 +72,10 @@ void qkv_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, q
  * the same for any thread count (threads take whole tiles of C; k is never split).
  *
  * Memory: the packed blocks live on the stack of the thread that uses them, 128 KiB each for
- * A and B (256 KiB per thread in all), so the call never allocates.
+ * A and B (256 KiB per thread in all), so the call never allocates and cannot fail. The calling
+ * thread and the OpenMP workers need that much stack: glibc and the OpenMP runtimes give 2 MiB
+ * or more by default, but a thread created with a small explicit stack (musl's default is
+ * 128 KiB) must not call the portable GEMM.
  */
 #ifdef QKV_DOUBLE
 enum { GEMM_MR = 4, GEMM_NR = 4 };
@@ -198,7 +202,9 @@ static void gemm_blocked_serial(bool trans_a, bool trans_b, int64_t m, int64_t n
 
 /* Threads take whole tiles of C, sized from the shape alone (halved from 256 x 512 until there
  * are BLOCKED_TILE_TARGET of them), each running the serial loops with its own packed blocks.
- * A tile repacks B for itself: k x 512 copies against 2 x 256 x 512 x k flops. */
+ * A tile repacks B for itself: k x 512 copies against 2 x 256 x 512 x k flops. Which thread
+ * computes which tile does not change any value, so tiles are handed out dynamically (load
+ * balance when another process holds a core). */
 enum {
     BLOCKED_TILE_ROWS = 256,
     BLOCKED_TILE_COLS = 512,

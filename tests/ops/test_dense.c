@@ -23,7 +23,9 @@ static void gemm_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, qkv_rea
 }
 
 TEST(gemm_fast_and_blocked_match_reference) {
-    const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {65, 33, 300}, {130, 1030, 17}, {64, 64, 0}, {1, 257, 513}};
+    const int64_t shapes[][3] = {{1, 1, 1},     {3, 5, 7},      {65, 33, 300},  {130, 1030, 17},
+                                 {64, 64, 0},   {1, 257, 513},  {1, 300, 1},    {129, 1, 300},
+                                 {7, 13, 300},  {129, 257, 65}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int t = 0; t < 4; t++)
             gemm_case(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], t == 3 ? (qkv_real)0.5 : 1,

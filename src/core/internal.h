@@ -166,6 +166,11 @@ qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t);
 qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const char *name, int ndim,
                                     const int64_t *shape, qkv_tensor **out);
 
+/* Write data[0, n) to path atomically (src/core/fileio.c); who names the caller in errors. */
+qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t n);
+/* fsync the directory holding path (after a rename), best effort. */
+void qkv__fsync_parent_dir(const char *path);
+
 /* Row-major contiguous strides for t's shape. */
 void qkv__set_contiguous_strides(qkv_tensor *t);
 

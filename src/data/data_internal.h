@@ -33,9 +33,6 @@ void qkv__buf_free(qkv__buf *b);
 /* The whole file, NUL-terminated (*len excludes the NUL); malloc'd, caller frees. `who` starts
  * the message: "<who>: <path>: cannot open: <strerror>" (QKV_ERR_IO). */
 qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t *len);
-/* data[0, len) to "<path>.tmp.<pid>", fsync, rename over path; the temporary file is removed on
- * failure (QKV_ERR_IO "<who>: <path>: <step> failed: <strerror>"). */
-qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t len);
 /* mkdir -p (mode 0777 & ~umask). */
 qkv_status qkv__mkdirs(const char *who, const char *path);
 /* "dir/name" into a malloc'd string (NULL on OOM). */

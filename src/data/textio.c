@@ -88,62 +88,6 @@ qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t
     return QKV_OK;
 }
 
-static void fsync_dir_of(const char *path) {
-    /* Make the rename durable. Best effort: some file systems refuse fsync on directories. */
-    char *dir = malloc(strlen(path) + 2);
-    if (!dir) return;
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t len) {
-    char *tmp = malloc(strlen(path) + 32);
-    if (!tmp) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", who);
-    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        qkv_status st =
-            QKV_ERROR(QKV_ERR_IO, "%s: %s: cannot create %s: %s", who, path, tmp, strerror(e));
-        free(tmp);
-        return st;
-    }
-    const char *p = data;
-    size_t left = len;
-    int err = 0;
-    const char *what = "write";
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            err = errno;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (!err && fsync(fd) != 0) err = errno, what = "fsync";
-    if (close(fd) != 0 && !err) err = errno, what = "close";
-    if (!err && rename(tmp, path) != 0) err = errno, what = "rename";
-    if (err) unlink(tmp);
-    free(tmp);
-    if (err) return QKV_ERROR(QKV_ERR_IO, "%s: %s: %s failed: %s", who, path, what, strerror(err));
-    fsync_dir_of(path);
-    return QKV_OK;
-}
-
 qkv_status qkv__mkdirs(const char *who, const char *path) {
     size_t n = strlen(path);
     char *p = malloc(n + 1);

@@ -647,26 +647,6 @@ static void w_put(st_writer *w, const unsigned char *p, size_t n, size_t elem) {
     }
 }
 
-static void fsync_parent_dir(const char *path) {
-    /* Make the rename durable. Best effort: some file systems refuse fsync on directories. */
-    char *dir = malloc(strlen(path) + 2);
-    if (!dir) return;
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 static qkv_status build_header(const qkv_st_tensor *t, int64_t n, const char *const *mk,
                                const char *const *mv, int64_t n_meta, const uint64_t *nbytes,
                                sbuf *h) {
@@ -803,7 +783,7 @@ static qkv_status write_file(const char *path, const char *tmp, const sbuf *h,
         unlink(tmp);
         return QKV_ERROR(QKV_ERR_IO, "qkv_st_save: %s: %s failed: %s", path, what, strerror(e));
     }
-    fsync_parent_dir(path);
+    qkv__fsync_parent_dir(path);
     return QKV_OK;
 }
 

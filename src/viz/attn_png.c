@@ -102,7 +102,7 @@ qkv_status qkv_attn_png_write(const char *path, const qkv_attn_map *m, const qkv
     vz_buf b = {0};
     st = vz_png_map(fn, m, &opts, &b);
     if (st == QKV_OK && b.oom) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
-    if (st == QKV_OK) st = vz_write_file(fn, path, b.p, b.n);
+    if (st == QKV_OK) st = qkv__write_file_atomic(fn, path, b.p, b.n);
     vz_free(&b);
     return st;
 }

@@ -1,65 +1,14 @@
 /*
- * file.c: atomic file writes for the viz writers: the bytes go to "<path>.tmp.<pid>.<n>"
- * (created exclusively, n a process-wide counter, so threads writing the same path never share a
- * temporary file), which is fsynced and renamed over <path>. A reader sees the old file or the
- * whole new one. On failure the temporary file is removed.
+ * file.c: directories for the viz writers (files are written by qkv__write_file_atomic).
  */
 #include "viz_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static atomic_uint tmp_counter;
-
-qkv_status vz_write_file(const char *fn, const char *path, const void *data, size_t n) {
-    if (!path || !path[0]) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL or empty path", fn);
-    size_t len = strlen(path);
-    if (len > 4000)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: path of %zu bytes is too long", fn, len);
-    char *tmp = malloc(len + 64);
-    if (!tmp) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
-    int fd = -1, e = 0;
-    for (int attempt = 0; attempt < 100; attempt++) { /* EEXIST: a stale file of an old run */
-        unsigned k = atomic_fetch_add(&tmp_counter, 1u);
-        snprintf(tmp, len + 64, "%s.tmp.%ld.%u", path, (long)getpid(), k);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        e = errno;
-        if (fd >= 0 || e != EEXIST) break;
-    }
-    if (fd < 0) {
-        qkv_status st =
-            QKV_ERROR(QKV_ERR_IO, "%s: %s: cannot create %s: %s", fn, path, tmp, strerror(e));
-        free(tmp);
-        return st;
-    }
-    const char *what = NULL;
-    const unsigned char *p = data;
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) { /* 0 bytes written cannot progress: report a full disk */
-            e = r < 0 ? errno : ENOSPC, what = "write";
-            break;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    if (!what && fsync(fd) != 0) e = errno, what = "fsync";
-    if (close(fd) != 0 && !what) e = errno, what = "close";
-    if (!what && rename(tmp, path) != 0) e = errno, what = "rename";
-    qkv_status st = QKV_OK;
-    if (what) {
-        unlink(tmp);
-        st = QKV_ERROR(QKV_ERR_IO, "%s: %s: %s failed: %s", fn, path, what, strerror(e));
-    }
-    free(tmp);
-    return st;
-}
 
 qkv_status vz_make_dir(const char *fn, const char *dir) {
     if (!dir || !dir[0]) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL or empty directory", fn);

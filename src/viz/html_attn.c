@@ -194,7 +194,7 @@ qkv_status qkv_attn_html(const qkv_attn_page *p, const qkv_viz_opts *o, char **h
 
 static qkv_status write_buf(const char *fn, const char *path, vz_buf *b) {
     qkv_status st = b->oom ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn)
-                           : vz_write_file(fn, path, b->p, b->n);
+                           : qkv__write_file_atomic(fn, path, b->p, b->n);
     vz_free(b);
     return st;
 }

@@ -111,7 +111,7 @@ qkv_status qkv_train_report_write(const char *path, const qkv_train_report *r) {
     vz_buf b = {0};
     report(&b, r);
     st =
-        b.oom ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn) : vz_write_file(fn, path, b.p, b.n);
+        b.oom ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn) : qkv__write_file_atomic(fn, path, b.p, b.n);
     vz_free(&b);
     return st;
 }

@@ -176,7 +176,7 @@ qkv_status qkv_attn_svg_write(const char *path, const qkv_attn_map *m, const qkv
     size_t n;
     st = vz_finish(&b, fn, &p, &n);
     if (st != QKV_OK) return st;
-    st = vz_write_file(fn, path, p, n);
+    st = qkv__write_file_atomic(fn, path, p, n);
     qkv_viz_free(p);
     return st;
 }

@@ -102,8 +102,6 @@ bool vz_png_encode(vz_buf *out, const unsigned char *rgb, int w, int h, bool sto
 
 /* ---- files (file.c) -------------------------------------------------------------------------- */
 
-/* Write n bytes to path atomically (temporary file, fsync, rename). fn names the caller. */
-qkv_status vz_write_file(const char *fn, const char *path, const void *data, size_t n);
 /* Create directory dir unless it exists as a directory. */
 qkv_status vz_make_dir(const char *fn, const char *dir);
 

@@ -80,6 +80,10 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+#ifndef QKV_WITH_BLAS
+    fprintf(stderr, "bench_gemm: this build has no BLAS (QKV_WITH_BLAS=OFF): there is no cblas_sgemm to compare with\n");
+    return 1;
+#endif
     qkv_set_num_threads(threads);
     const struct {
         const char *name;
@@ -93,7 +97,7 @@ int main(int argc, char **argv) {
     };
     printf("qkv %s, %d thread(s), %.1f s per shape per implementation\n", qkv_version(), qkv_get_num_threads(),
            seconds);
-    printf("%-24s %8s %10s %10s %10s %8s\n", "shape (MxNxK)", "", "qkv GF/s", "cblas GF/s", "blocked", "qkv/cblas");
+    printf("%-20s %-16s %10s %10s %10s %9s\n", "shape", "M x N x K", "qkv GF/s", "cblas GF/s", "blocked", "qkv/cblas");
     enum { SAMPLES = 7 };
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
@@ -115,9 +119,8 @@ int main(int argc, char **argv) {
         for (int w = 0; w < n_impl; w++) qsort(g[w], SAMPLES, sizeof(double), cmp_double);
         char dims[48];
         snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
-        printf("%-24s %8s %10.1f %10.1f %10.1f %8.2f\n", shapes[s].name, "", g[0][SAMPLES / 2], g[1][SAMPLES / 2],
+        printf("%-20s %-16s %10.1f %10.1f %10.1f %9.2f\n", shapes[s].name, dims, g[0][SAMPLES / 2], g[1][SAMPLES / 2],
                with_blocked ? g[2][SAMPLES / 2] : 0.0, g[0][SAMPLES / 2] / g[1][SAMPLES / 2]);
-        printf("%-24s\n", dims);
         free(a), free(b), free(c);
     }
     return 0;

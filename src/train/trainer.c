@@ -163,8 +163,7 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     case QKV_ARCH_ENCODER_DECODER: {
         qkv_tensor *tgt_in = ids(ctx, b->tgt_in, B, b->tgt_len, "tgt_in");
         targets = ids(ctx, b->tgt_out, B, b->tgt_len, "tgt_out");
-        if (c->arch == QKV_ARCH_ENCODER_DECODER && t->cfg.ss_kind != QKV_SS_NONE && src && tgt_in)
-            tgt_in = mixed_decoder_input(ctx, t, b, src, tgt_in, p_gold);
+        if (t->cfg.ss_kind != QKV_SS_NONE && src && tgt_in) tgt_in = mixed_decoder_input(ctx, t, b, src, tgt_in, p_gold);
         qkv_tensor *memory = qkv_model_encode(ctx, m, src, NULL);
         qkv_tensor **maps = NULL;
         if (t->cfg.guided_weight > 0) {
@@ -176,10 +175,10 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
         break;
     }
     case QKV_ARCH_ENCODER:
+        if (!b->labels) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "trainer: the batch has no labels");
         logits = qkv_model_classify(ctx, m, src, NULL);
         targets = c->head == QKV_HEAD_POOLED ? qkv_tensor_from(ctx, QKV_I32, 1, (int64_t[]){B}, b->labels)
                                              : ids(ctx, b->labels, B, b->src_len, "labels");
-        if (!b->labels) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "trainer: the batch has no labels");
         ignore = QKV_NO_LABEL;
         break;
     case QKV_ARCH_DECODER:

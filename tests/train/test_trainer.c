@@ -282,3 +282,52 @@ TEST(trainer_learns_the_copy_task) {
     qkv_trainer_free(t);
     qkv_model_free(m);
 }
+
+/* The encoder-only (token and pooled heads) and decoder-only paths of the trainer learn trivially
+ * learnable patterns: tag = the token's parity, class = the first token's parity, next token = the
+ * current token + 1. */
+TEST(trainer_encoder_only_and_decoder_only_learn) {
+    enum { NB = 8, L = 6 };
+    for (int k = 0; k < 3; k++) {
+        const qkv_arch arch = k < 2 ? QKV_ARCH_ENCODER : QKV_ARCH_DECODER;
+        qkv_model_config c = qkv_model_default_config(arch, 32, 2, 1);
+        c.src_vocab = 12;
+        c.tgt_vocab = arch == QKV_ARCH_DECODER ? 12 : 2;
+        c.dim_feedforward = 64;
+        c.dropout = 0;
+        c.head = k == 1 ? QKV_HEAD_POOLED : QKV_HEAD_TOKEN;
+        qkv_model *m = NULL;
+        CHECK_OK(qkv_model_new(&c, 7, &m));
+        qkv_trainer *t = NULL;
+        qkv_train_config tc = quick_config();
+        tc.label_smoothing = 0;
+        CHECK_OK(qkv_trainer_new(m, &tc, &t));
+        int32_t src[NB * L], labels[NB * L], next[NB * L];
+        double first = 0, last = 0;
+        for (int step = 0; step < 120 && t; step++) {
+            for (int r = 0; r < NB; r++) {
+                const int len = 3 + (r + step) % 4; /* 3..6 tokens, the rest padding */
+                int32_t x = 1 + (int32_t)(qkv_rng_uniform(3, (uint64_t)step, (uint64_t)r, 0) * 10);
+                for (int i = 0; i < L; i++) {
+                    if (arch != QKV_ARCH_DECODER) x = 1 + (int32_t)(qkv_rng_uniform(3, (uint64_t)step, (uint64_t)r, (uint64_t)i) * 10);
+                    src[r * L + i] = i < len ? x : 0;
+                    labels[r * L + i] = i < len ? x % 2 : QKV_NO_LABEL;
+                    if (arch == QKV_ARCH_DECODER) x = x % 11 + 1; /* LM rows count up: 5 6 7 ... */
+                }
+                for (int i = 0; i < L; i++) next[r * L + i] = i + 1 < len ? src[r * L + i + 1] : 0;
+            }
+            if (k == 1) /* pooled: one label per row, the parity of its first token */
+                for (int r = 0; r < NB; r++) labels[r] = src[r * L] % 2;
+            qkv_train_batch b = {.batch = NB, .src_len = L, .tgt_len = L, .src = src, .labels = labels, .tgt_out = next};
+            qkv_step_stats st;
+            CHECK_OK(qkv_trainer_step(t, &b, &st));
+            if (step < 5) first += st.loss / 5;
+            if (step >= 115) last += st.loss / 5;
+        }
+        CHECK_MSG(last < 0.5 * first, "arch %d head %d: loss %g -> %g did not halve", (int)arch, (int)c.head, first, last);
+        qkv_train_batch none = {.batch = NB, .src_len = L, .src = src};
+        if (arch == QKV_ARCH_ENCODER) CHECK_ERR(qkv_trainer_step(t, &none, NULL), QKV_ERR_INVALID_ARG, "no labels");
+        qkv_trainer_free(t);
+        qkv_model_free(m);
+    }
+}

@@ -20,11 +20,11 @@ echo "== 2. held-out test words (data/g2p/cmudict.nostress.test.tsv), greedy dec
 echo
 echo "== 3. pronunciations of words the model never saw"
 echo "   test words (not in the training split):"
-"$qkv" eval "$run" data/g2p/cmudict.nostress.test.tsv --greedy --show 8 | head -n 8 | sed 's/^/     /'
+"$qkv" eval "$run" data/g2p/cmudict.nostress.test.tsv --greedy --show 400 | sed -n '50p;100p;150p;200p;250p;300p;350p;400p' | sed 's/^/     /'
 echo "   made-up words:"
 printf 'qkv\nblorptastic\nattentionality\nzorbulate\n' | "$qkv" decode "$run" --beam 4 | sed 's/^/     /'
 echo
 echo "== 4. attention maps of 'transformer'"
-"$qkv" attn "$run" transformer --layer 1 --head 0 --terminal
+"$qkv" attn "$run" transformer --kind cross --layer 1 --head 0 --terminal
 echo
 echo "training report: $run/report.html    attention report: $run/attn/index.html    log: $run/log.jsonl"

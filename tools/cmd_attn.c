@@ -20,9 +20,11 @@
 #include <sys/stat.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: qkv attn RUN INPUT [--out DIR] [--terminal] [--layer L] [--head H] [--tokens]\n\n"
+    fprintf(f, "usage: qkv attn RUN INPUT [--out DIR] [--terminal] [--layer L] [--head H] [--kind self|masked|cross]\n"
+               "                [--tokens]\n\n"
                "Write the attention maps of every layer and head for one input (SVG + PNG per map and an\n"
-               "index.html; default DIR: RUN/attn) and, with --terminal, print shaded maps.\n\n"
+               "index.html; default DIR: RUN/attn) and, with --terminal, print shaded maps: the ones selected by\n"
+               "--layer / --head / --kind, by default every head of the last decoder layer's cross-attention.\n\n"
                "example:\n"
                "  qkv attn runs/g2p transformer --terminal\n");
 }
@@ -32,7 +34,7 @@ enum { MAX_LEN = 512 };
 int qkv_cmd_attn(int argc, char **argv) {
     const char *run = NULL, *input = NULL, *out_dir = NULL;
     bool terminal = false, tokens = false;
-    int only_layer = -1, only_head = -1;
+    int only_layer = -1, only_head = -1, only_kind = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -47,6 +49,14 @@ int qkv_cmd_attn(int argc, char **argv) {
             only_layer = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--head") && i + 1 < argc) {
             only_head = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
+            const char *k = argv[++i];
+            only_kind = !strcmp(k, "self") ? QKV_ATTN_SELF : !strcmp(k, "masked") ? QKV_ATTN_MASKED_SELF
+                        : !strcmp(k, "cross") ? QKV_ATTN_CROSS : -2;
+            if (only_kind == -2) {
+                fprintf(stderr, "qkv attn: --kind must be self, masked or cross, not '%s'\n", k);
+                return 2;
+            }
         } else if (argv[i][0] != '-' && !run) {
             run = argv[i];
         } else if (argv[i][0] != '-' && !input) {
@@ -172,9 +182,10 @@ int qkv_cmd_attn(int argc, char **argv) {
     if (terminal) {
         for (int64_t i = 0; i < n_maps; i++) {
             const qkv_attn_map *m = &maps[i];
-            const bool pick = only_layer >= 0 || only_head >= 0
-                                  ? (only_layer < 0 || m->layer == only_layer) && (only_head < 0 || m->head == only_head)
-                                  : m->kind == QKV_ATTN_CROSS && m->layer == c->n_decoder_layers - 1;
+            const bool filtered = only_layer >= 0 || only_head >= 0 || only_kind >= 0;
+            const bool pick = filtered ? (only_layer < 0 || m->layer == only_layer) && (only_head < 0 || m->head == only_head) &&
+                                             (only_kind < 0 || (int)m->kind == only_kind)
+                                       : m->kind == QKV_ATTN_CROSS && m->layer == c->n_decoder_layers - 1;
             if (!pick) continue;
             printf("\n");
             if (qkv_attn_terminal(stdout, m, NULL)) goto fail;

@@ -16,7 +16,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N] [--threads N]\n\n"
                "Decode the words of DATA.tsv (word<TAB>PH PH ..., variants on consecutive lines) with the model of RUN\n"
                "(a run directory of qkv train, or a model .safetensors with src.vocab and tgt.vocab beside it) and\n"
-               "print the word error rate and phone error rate against the closest reference of each word.\n\n"
+               "print the word error rate and phone error rate against the closest reference of each word.\n"
+               "--show N prints the first N words with their hypothesis and (first) reference.\n\n"
                "example:\n"
                "  qkv eval runs/g2p data/g2p/cmudict.nostress.test.tsv --beam 4 --show 10\n");
 }
@@ -82,7 +83,15 @@ int qkv_cmd_eval(int argc, char **argv) {
             const char *word = qkv_corpus_key(e.corpus, e.groups.start[g], &len);
             printf("%.*s\t", (int)len, word);
             for (int64_t k = 0; k < hyps.len[g]; k++) printf("%s%s", k ? " " : "", qkv_vocab_symbol(r.tgt, hyps.tokens[g][k]));
-            printf("\n");
+            printf("\t(reference:");
+            const int64_t ex = e.groups.start[g];
+            for (int64_t k = 0; k < qkv_corpus_length(e.corpus, ex, QKV_FIELD_TGT); k++) {
+                size_t sl = 0;
+                const char *sym = qkv_corpus_symbol(e.corpus, ex, QKV_FIELD_TGT, k, &sl);
+                printf(" %.*s", (int)sl, sym);
+            }
+            const int64_t refs = e.groups.start[g + 1] - ex;
+            printf(refs > 1 ? " and %lld more)\n" : ")\n", (long long)(refs - 1));
         }
         if (show) seq2seq_free_hyps(&hyps);
         printf("%s: %lld words, WER %.2f%%, PER %.2f%% (%s, CPU %.1f s)\n", data, (long long)wc.items, 100 * qkv_wer(&wc),

@@ -83,7 +83,9 @@ TEST(cli_train_resume_eval_decode) {
     CHECK_MSG(run(cmd, out, sizeof out) == 0, "resume failed: %s", out);
     CHECK_MSG(strstr(out, "resuming") && strstr(out, "at step 3") && strstr(out, "eval step 6"), "resume output: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --greedy --show 2", QKV_CLI_PATH, run_dir, dev);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "3 words, WER"), "eval: %s", out);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "3 words, WER") && strstr(out, "ab\t") &&
+                  strstr(out, "(reference: A B)"),
+              "eval: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --beam 3 --nbest 2", QKV_CLI_PATH, run_dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
     int lines = 0;
@@ -158,6 +160,10 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     f = fopen(path, "r");
     CHECK_MSG(f != NULL, "missing %s", path);
     if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind cross --out %s/maps", QKV_CLI_PATH, run_dir, dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "(cross)") && !strstr(out, "(self)"), "--kind cross: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --kind diagonal", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -86,6 +86,10 @@ int qkv_cmd_attn(int argc, char **argv) {
     qkv_tensor **w_enc = calloc((size_t)c->n_encoder_layers, sizeof *w_enc);
     qkv_tensor **w_self = calloc((size_t)c->n_decoder_layers, sizeof *w_self);
     qkv_tensor **w_cross = calloc((size_t)c->n_decoder_layers, sizeof *w_cross);
+    if (!w_enc || !w_self || !w_cross) {
+        fprintf(stderr, "qkv attn: out of memory\n");
+        goto done;
+    }
     /* the input symbols */
     int32_t src[MAX_LEN];
     const char *src_label[MAX_LEN];
@@ -100,8 +104,9 @@ int qkv_cmd_attn(int argc, char **argv) {
             k = 1;
             while ((p[k] & 0xC0) == 0x80) k++;
         }
-        if (S >= c->max_len - 1 || S >= MAX_LEN) {
-            fprintf(stderr, "qkv attn: the input is longer than the model accepts (%d symbols)\n", c->max_len - 1);
+        if (S >= c->max_len || S >= MAX_LEN) {
+            fprintf(stderr, "qkv attn: the input is longer than the model accepts (%d symbols)\n",
+                    c->max_len < MAX_LEN ? c->max_len : MAX_LEN);
             goto done;
         }
         if (qkv_vocab_lookup(r.src, p, k, true, "<input>", 1, &src[S])) {
@@ -117,7 +122,7 @@ int qkv_cmd_attn(int argc, char **argv) {
     dp.strategy = QKV_DECODE_GREEDY;
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;
-    dp.max_len = c->max_len - 1;
+    dp.max_len = c->max_len < MAX_LEN ? 0 : MAX_LEN - 1; /* the model's limit, within the label arrays */
     if (qkv_decode(r.model, src, &S, 1, &dp, &h)) {
         fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
         goto done;

@@ -179,7 +179,7 @@ int qkv_cmd_decode(int argc, char **argv) {
     }
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;
-    dp.max_len = r.model->cfg.max_len - 1;
+    dp.max_len = 0; /* up to the model's limit */
     const int64_t max_in = r.model->cfg.max_len;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)max_in);
     pending p;
@@ -197,6 +197,11 @@ int qkv_cmd_decode(int argc, char **argv) {
         int64_t line_no = 0;
         while (rc == 0 && fgets(line, sizeof line, in)) {
             line_no++;
+            if (!strchr(line, '\n') && !feof(in)) {
+                fprintf(stderr, "qkv decode: %s:%lld: line longer than %zu bytes\n", name, (long long)line_no, sizeof line - 2);
+                rc = 1;
+                break;
+            }
             line[strcspn(line, "\r\n")] = '\0';
             if (!line[0]) continue;
             int64_t len = 0;

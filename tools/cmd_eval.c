@@ -13,11 +13,12 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N] [--threads N]\n\n"
+    fprintf(f, "usage: qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N] [--tokens] [--threads N]\n\n"
                "Decode the words of DATA.tsv (word<TAB>PH PH ..., variants on consecutive lines) with the model of RUN\n"
                "(a run directory of qkv train, or a model .safetensors with src.vocab and tgt.vocab beside it) and\n"
                "print the word error rate and phone error rate against the closest reference of each word.\n"
-               "--show N prints the first N words with their hypothesis and (first) reference.\n\n"
+               "--show N prints the first N words with their hypothesis and (first) reference; --tokens for runs\n"
+               "trained with data.src_tokens (space-separated source tokens).\n\n"
                "example:\n"
                "  qkv eval runs/g2p data/g2p/cmudict.nostress.test.tsv --beam 4 --show 10\n");
 }
@@ -25,6 +26,7 @@ static void usage(FILE *f) {
 int qkv_cmd_eval(int argc, char **argv) {
     const char *run = NULL, *data = NULL;
     int beam = 4, show = 0, threads = 0;
+    bool tokens = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -33,6 +35,8 @@ int qkv_cmd_eval(int argc, char **argv) {
             beam = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--greedy")) {
             beam = 1;
+        } else if (!strcmp(argv[i], "--tokens")) {
+            tokens = true;
         } else if (!strcmp(argv[i], "--show") && i + 1 < argc) {
             show = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -59,14 +63,16 @@ int qkv_cmd_eval(int argc, char **argv) {
     }
     seq2seq_settings s;
     memset(&s, 0, sizeof s);
-    s.max_src_len = s.max_tgt_len = r.model->cfg.max_len - 1;
+    s.max_src_len = r.model->cfg.max_len;     /* what the encoder accepts */
+    s.max_tgt_len = r.model->cfg.max_len - 1; /* references longer than any hypothesis can be are still read */
+    s.src_tokens = tokens;
     s.decode = qkv_decode_default_params();
     s.decode.strategy = beam > 1 ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
     s.decode.beam_size = beam;
     s.decode.n_best = 1;
     s.decode.bos_id = QKV_VOCAB_BOS;
     s.decode.eos_id = QKV_VOCAB_EOS;
-    s.decode.max_len = r.model->cfg.max_len - 1;
+    s.decode.max_len = 0; /* up to the model's limit */
     seq2seq_eval_set e;
     qkv_wer_counts wc;
     seq2seq_hyps hyps;

@@ -90,6 +90,25 @@ static void write_report(const char *dir, const history *h, const char *config_p
     if (qkv_train_report_write(path, &r)) fprintf(stderr, "qkv train: report: %s\n", qkv_last_error());
 }
 
+/* The best dev WER recorded in a run's log.jsonl (INFINITY when none): a resumed run keeps
+ * comparing against the model it saved before it stopped. */
+static double best_logged_wer(const char *dir) {
+    char path[1024], line[1024];
+    double best = INFINITY;
+    if (!seq2seq_path(path, sizeof path, dir, "log.jsonl")) return best;
+    FILE *f = fopen(path, "r");
+    if (!f) return best;
+    while (fgets(line, sizeof line, f)) {
+        const char *k = strstr(line, "\"dev_wer\":");
+        if (!k) continue;
+        char *end = NULL;
+        double v = strtod(k + 10, &end);
+        if (end != k + 10 && v < best) best = v;
+    }
+    fclose(f);
+    return best;
+}
+
 static int fail(const char *what) {
     fprintf(stderr, "qkv train: %s%s%s\n", what, *qkv_last_error() ? ": " : "", qkv_last_error());
     return 1;
@@ -184,10 +203,14 @@ int qkv_cmd_train(int argc, char **argv) {
         !seq2seq_path(best_path, sizeof best_path, s.out_dir, "model.safetensors") ||
         !seq2seq_path(last_path, sizeof last_path, s.out_dir, "last.safetensors"))
         goto done_err;
+    double best_wer = INFINITY;
     if (resume) {
         int64_t epoch = 0, batch = 0;
-        if (qkv_trainer_load(trainer, ckpt, &epoch, &batch)) goto done_err;
-        if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, 0})) goto done_err;
+        uint64_t fingerprint = 0;
+        if (qkv_trainer_load(trainer, ckpt, &epoch, &batch, &fingerprint)) goto done_err;
+        /* the batcher refuses a position whose fingerprint differs: other data or batching options */
+        if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
+        best_wer = best_logged_wer(s.out_dir);
         printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
                (long long)epoch, (long long)batch);
     }
@@ -203,9 +226,10 @@ int qkv_cmd_train(int argc, char **argv) {
     const bool tty = isatty(fileno(stdout));
     const double start = now();
     const int64_t first_step = qkv_trainer_steps(trainer);
-    double smooth = NAN, best_wer = INFINITY, tokens_since = 0, t_since = start;
+    double smooth = NAN, tokens_since = 0, t_since = start;
     double tok_rate = 0;
-    while (qkv_trainer_steps(trainer) < s.steps && !interrupted) {
+    /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
+    while (qkv_trainer_steps(trainer) < s.steps) {
         qkv_batch b;
         if (qkv_batcher_next(batcher, &b)) goto done_err;
         qkv_train_batch tb = {.batch = (int32_t)b.rows, .src_len = (int32_t)b.src_cols, .tgt_len = (int32_t)b.dec_cols,
@@ -215,6 +239,7 @@ int qkv_cmd_train(int argc, char **argv) {
         smooth = isnan(smooth) ? st.loss : 0.98 * smooth + 0.02 * st.loss;
         tokens_since += (double)st.tokens;
         if (!st.stepped) continue;
+        if (interrupted) break;
         const int64_t step = qkv_trainer_steps(trainer);
         const double t = now();
         if (t - t_since > 1.0) {
@@ -255,14 +280,14 @@ int qkv_cmd_train(int argc, char **argv) {
                 best_wer = wer;
                 if (qkv_model_save(model, best_path)) goto done_err;
             }
-            if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch)) goto done_err;
+            if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
             write_report(s.out_dir, &hist, config_path);
         }
     }
     if (tty) printf("\n");
     if (interrupted) {
         const qkv_batch_pos pos = qkv_batcher_tell(batcher);
-        if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch)) goto done_err;
+        if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
         printf("interrupted at step %lld: checkpoint saved to %s (continue with --resume)\n",
                (long long)qkv_trainer_steps(trainer), ckpt);
         rc = 130;
@@ -270,8 +295,11 @@ int qkv_cmd_train(int argc, char **argv) {
     }
     char took[32];
     format_duration(now() - start, took, sizeof took);
-    printf("trained %lld steps in %s; best dev WER %.2f%%; model: %s\n", (long long)(qkv_trainer_steps(trainer) - first_step),
-           took, best_wer, best_path);
+    if (isfinite(best_wer))
+        printf("trained %lld steps in %s; best dev WER %.2f%%; model: %s\n",
+               (long long)(qkv_trainer_steps(trainer) - first_step), took, best_wer, best_path);
+    else
+        printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(qkv_trainer_steps(trainer) - first_step), took);
     rc = 0;
     goto done;
 done_err:

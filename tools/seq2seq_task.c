@@ -122,7 +122,8 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     p->length_penalty = (qkv_length_penalty)e;
     if (!config_double(cfg, "eval.alpha", 0.6, 0, 10, &d)) return false;
     p->alpha = d;
-    p->max_len = (int32_t)(s->max_tgt_len + 1);
+    /* generated tokens, EOS included: the longest target + 1, within what the model accepts */
+    p->max_len = (int32_t)(s->max_tgt_len + 1 < m->max_len ? s->max_tgt_len + 1 : m->max_len);
     if (!config_int(cfg, "eval.batch", 64, 1, 1 << 20, &s->eval_batch) ||
         !config_int(cfg, "eval.max_items", 0, 0, INT64_MAX, &s->eval_max_items))
         return false;

@@ -109,14 +109,16 @@ QKV_API int64_t qkv_trainer_steps(const qkv_trainer *t);
 QKV_API qkv_ctx *qkv_trainer_ctx(qkv_trainer *t);
 
 /* Checkpoints: parameters ("model.<name>"), optimiser moments ("optim.m.<name>",
- * "optim.v.<name>"), the step, the RNG position and the caller's data position (epoch, batch)
- * in metadata, the model configuration; written to a temporary file and renamed. Resuming from a
- * checkpoint and continuing gives bit-identical parameters to never having stopped. */
+ * "optim.v.<name>"), the step, the RNG position and the caller's data position (epoch, batch and
+ * a fingerprint of the data and batching options, e.g. qkv_batch_pos) in metadata, the model
+ * configuration; written to a temporary file and renamed. Resuming from a checkpoint and
+ * continuing gives bit-identical parameters to never having stopped. Saving between the batches
+ * of an accumulation is refused (QKV_ERR_STATE). */
 QKV_API qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch,
-                                    int64_t data_batch);
-/* Load into a trainer whose model has the checkpoint's configuration. */
+                                    int64_t data_batch, uint64_t data_fingerprint);
+/* Load into a trainer whose model has the checkpoint's configuration. The outputs may be NULL. */
 QKV_API qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch,
-                                    int64_t *data_batch);
+                                    int64_t *data_batch, uint64_t *data_fingerprint);
 
 #ifdef __cplusplus
 }

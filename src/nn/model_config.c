@@ -65,6 +65,13 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
     if (c->pad_id < 0 || c->pad_id >= pad_vocab) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
+    const qkv_mha_config *attn[3] = {&c->self_attn, &c->dec_self_attn, &c->cross_attn};
+    for (int i = 0; i < 3; i++)
+        if ((unsigned)attn[i]->score > QKV_SCORE_COSINE || (unsigned)attn[i]->norm > QKV_NORM_SIGMOID ||
+            (unsigned)attn[i]->relpos > QKV_RELPOS_ALIBI)
+            return BAD("%s: unknown score (%d), normaliser (%d) or relative position kind (%d)",
+                       i == 0 ? "self_attn" : i == 1 ? "dec_self_attn" : "cross_attn", (int)attn[i]->score,
+                       (int)attn[i]->norm, (int)attn[i]->relpos);
     return QKV_OK;
 }
 

@@ -10,6 +10,7 @@
  */
 #include "trainer_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@ static qkv_real *slice(const qkv_params *p, qkv_param_block b, int64_t i) {
     return qkv_params_block(p, b) + ((const qkv_real *)t->data - qkv_params_block(p, QKV_BLOCK_DATA));
 }
 
-qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch, int64_t data_batch) {
+qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch, int64_t data_batch,
+                            uint64_t data_fingerprint) {
     if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_save: NULL argument");
     if (t->accumulated)
         return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_save: %d batches are accumulated but not applied; save after an "
@@ -45,7 +47,7 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
         snprintf(names[k], len, "%s%s", block_prefix[b], pt->name);
         ts[k] = (qkv_st_tensor){names[k], qkv_dtype_name(QKV_REAL), pt->ndim, pt->shape, slice(p, block_of[b], k % n)};
     }
-    char json[4096], steps[32], seed[32], rng_step[32], epoch[32], batch[32];
+    char json[4096], steps[32], seed[32], rng_step[32], epoch[32], batch[32], fingerprint[32];
     if (!st) st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json);
     if (!st) {
         uint64_t s, r;
@@ -55,10 +57,11 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
         snprintf(rng_step, sizeof rng_step, "%" PRIu64, r);
         snprintf(epoch, sizeof epoch, "%" PRId64, data_epoch);
         snprintf(batch, sizeof batch, "%" PRId64, data_batch);
+        snprintf(fingerprint, sizeof fingerprint, "%" PRIu64, data_fingerprint);
         const char *keys[] = {"qkv.checkpoint", "qkv.config", "train.steps", "train.rng_seed", "train.rng_step",
-                              "data.epoch", "data.batch"};
-        const char *values[] = {"1", json, steps, seed, rng_step, epoch, batch};
-        st = qkv_st_save(path, ts, 3 * n, keys, values, 7);
+                              "data.epoch", "data.batch", "data.fingerprint"};
+        const char *values[] = {"1", json, steps, seed, rng_step, epoch, batch, fingerprint};
+        st = qkv_st_save(path, ts, 3 * n, keys, values, 8);
     }
     for (int64_t k = 0; names && k < 3 * n; k++) free(names[k]);
     free(names);
@@ -66,25 +69,26 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
     return st;
 }
 
+/* Decimal metadata values, strictly: digits only, no overflow. */
 static bool parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s == '-') return false;
+    if (!s || *s < '0' || *s > '9') return false;
     char *end = NULL;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (*end) return false;
+    if (errno || *end) return false;
     *out = v;
     return true;
 }
 
-static bool parse_i64(const char *s, int64_t *out) {
-    if (!s || !*s) return false;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (*end) return false;
-    *out = v;
+static bool parse_count(const char *s, int64_t *out) {
+    uint64_t v;
+    if (!parse_u64(s, &v) || v > INT64_MAX) return false;
+    *out = (int64_t)v;
     return true;
 }
 
-qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch, int64_t *data_batch) {
+qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch, int64_t *data_batch,
+                            uint64_t *data_fingerprint) {
     if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_load: NULL argument");
     qkv_st_file *f = NULL;
     qkv_status st = qkv_st_open(path, &f);
@@ -92,16 +96,17 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
     qkv_params *p = t->model->params;
     const int64_t n = qkv_params_count(p);
     int64_t steps = 0, epoch = 0, batch = 0;
-    uint64_t seed = 0, rng_step = 0;
+    uint64_t seed = 0, rng_step = 0, fingerprint = 0;
     char json[4096];
     const char *file_json = qkv_st_metadata_get(f, "qkv.config");
     if (!qkv_st_metadata_get(f, "qkv.checkpoint") || !file_json)
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: not a qkv training checkpoint", path);
-    else if (!parse_i64(qkv_st_metadata_get(f, "train.steps"), &steps) ||
+    else if (!parse_count(qkv_st_metadata_get(f, "train.steps"), &steps) ||
              !parse_u64(qkv_st_metadata_get(f, "train.rng_seed"), &seed) ||
              !parse_u64(qkv_st_metadata_get(f, "train.rng_step"), &rng_step) ||
-             !parse_i64(qkv_st_metadata_get(f, "data.epoch"), &epoch) ||
-             !parse_i64(qkv_st_metadata_get(f, "data.batch"), &batch) || steps < 0)
+             !parse_count(qkv_st_metadata_get(f, "data.epoch"), &epoch) ||
+             !parse_count(qkv_st_metadata_get(f, "data.batch"), &batch) ||
+             !parse_u64(qkv_st_metadata_get(f, "data.fingerprint"), &fingerprint))
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: missing or malformed train.* / data.* metadata", path);
     else if ((st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json)) == QKV_OK && strcmp(json, file_json) != 0)
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: the checkpoint's model configuration differs from this model's", path);
@@ -147,5 +152,6 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
     qkv_ctx_set_rng(t->ctx, seed, rng_step);
     if (data_epoch) *data_epoch = epoch;
     if (data_batch) *data_batch = batch;
+    if (data_fingerprint) *data_fingerprint = fingerprint;
     return QKV_OK;
 }

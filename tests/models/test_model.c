@@ -93,6 +93,10 @@ TEST(model_config_json_round_trip_and_errors) {
     CHECK_ERR(qkv_model_config_from_json("{\"arch\":\"encoder\",\"dropout\":\"high\"}", &back), QKV_ERR_INVALID_ARG,
               "dropout");
     CHECK_ERR(qkv_model_config_from_json("{\"arch\":", &back), QKV_ERR_FORMAT, "JSON");
+    c.d_model = 8;
+    c.cross_attn.score = (qkv_score_kind)9;
+    CHECK_ERR(qkv_model_config_to_json(&c, json, sizeof json), QKV_ERR_INVALID_ARG, "cross_attn: unknown score");
+    c.cross_attn.score = QKV_SCORE_DOT;
     c.d_model = 9; /* not a multiple of 2 heads */
     CHECK_ERR(qkv_model_config_to_json(&c, json, sizeof json), QKV_ERR_INVALID_ARG, "n_heads");
 }

@@ -15,13 +15,25 @@
 #define QKV_CLI_PATH "build/release/qkv"
 #endif
 
-/* Run a shell command; capture stdout+stderr into out; return the exit status. */
+/* Run a shell command; capture stdout+stderr into out (the first half of the buffer holds the
+ * beginning of the output, the rest its end when it is longer); return the exit status. The
+ * output is read to the end so the command never dies of SIGPIPE. */
 static int run(const char *cmd, char *out, size_t size) {
     char full[4096];
     snprintf(full, sizeof full, "%s 2>&1", cmd);
     FILE *p = popen(full, "r");
     if (!p) return -1;
+    const size_t head = (size - 1) / 2;
     size_t n = fread(out, 1, size - 1, p);
+    char chunk[4096];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) { /* keep the tail after the head */
+        const size_t tail = size - 1 - head;
+        const size_t keep = k >= tail ? 0 : tail - k;
+        memmove(out + head, out + (size - 1) - keep, keep);
+        memcpy(out + head + keep, chunk + (k > tail ? k - tail : 0), k > tail ? tail : k);
+        n = size - 1;
+    }
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -166,6 +178,34 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Ctrl-C (SIGINT) during training with gradient accumulation: exit 130 after an optimiser step,
+ * with a checkpoint that --resume accepts. */
+TEST(cli_train_interrupt_saves_a_checkpoint) {
+    char dir[] = "/tmp/qkv_cli_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char train[600], conf[600], run_dir[600], cmd[4096], out[16384], text[2048], path[700];
+    snprintf(train, sizeof train, "%s/train.tsv", dir);
+    snprintf(conf, sizeof conf, "%s/run.conf", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    write_pairs(train, 0, 12);
+    snprintf(text, sizeof text,
+             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
+             "model.decoder_layers = 1\nmodel.ff = 16\ntrain.steps = 100000000\ntrain.accum = 3\ntrain.max_tokens = 16\n"
+             "train.eval_every = 100000000\neval.strategy = greedy\n",
+             train, train, run_dir);
+    write_file(conf, text);
+    /* --foreground: the signal reaches qkv as a Ctrl-C at a terminal does */
+    snprintf(cmd, sizeof cmd, "timeout --foreground --preserve-status -s INT 4 %s train %s", QKV_CLI_PATH, conf);
+    const int rc = run(cmd, out, sizeof out);
+    CHECK_MSG(rc == 130 && strstr(out, "interrupted at step") && strstr(out, "checkpoint saved"), "exit %d: %s", rc, out);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    CHECK_MSG(exists(path), "missing %s", path);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume --set train.steps=1", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "resuming"), "resume: %s", out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -175,14 +175,15 @@ TEST(trainer_resume_is_bit_identical) {
         make_copy_batch(&cb, (uint64_t)s);
         CHECK_OK(qkv_trainer_step(t, &cb.batch, NULL));
     }
-    CHECK_OK(qkv_trainer_save(t, path, 0, N));
+    CHECK_OK(qkv_trainer_save(t, path, 0, N, 0xfeedULL));
     qkv_trainer_free(t);
     qkv_model_free(m);
     m = tiny_seq2seq(77, 0.1); /* different initial weights: the checkpoint must overwrite them */
     CHECK_OK(qkv_trainer_new(m, &c, &t));
     int64_t epoch = -1, batch = -1;
-    CHECK_OK(qkv_trainer_load(t, path, &epoch, &batch));
-    CHECK(epoch == 0 && batch == N && qkv_trainer_steps(t) == N);
+    uint64_t fingerprint = 0;
+    CHECK_OK(qkv_trainer_load(t, path, &epoch, &batch, &fingerprint));
+    CHECK(epoch == 0 && batch == N && fingerprint == 0xfeedULL && qkv_trainer_steps(t) == N);
     for (int s = (int)batch; s < 2 * N; s++) {
         make_copy_batch(&cb, (uint64_t)s);
         CHECK_OK(qkv_trainer_step(t, &cb.batch, NULL));
@@ -195,7 +196,7 @@ TEST(trainer_resume_is_bit_identical) {
     CHECK_OK(qkv_model_new(&other, 1, &m2));
     qkv_trainer *t2 = NULL;
     CHECK_OK(qkv_trainer_new(m2, &c, &t2));
-    CHECK_ERR(qkv_trainer_load(t2, path, NULL, NULL), QKV_ERR_FORMAT, "configuration differs");
+    CHECK_ERR(qkv_trainer_load(t2, path, NULL, NULL, NULL), QKV_ERR_FORMAT, "configuration differs");
     qkv_trainer_free(t2);
     qkv_model_free(m2);
     unlink(path);

@@ -226,8 +226,8 @@ int qkv_cmd_train(int argc, char **argv) {
     const bool tty = isatty(fileno(stdout));
     const double start = now();
     const int64_t first_step = qkv_trainer_steps(trainer);
-    double smooth = NAN, tokens_since = 0, t_since = start;
-    double tok_rate = 0;
+    double smooth = NAN, tokens_since = 0, tokens_total = 0, t_since = start;
+    double tok_rate = NAN; /* over the last second; the average since the start until then */
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
     while (qkv_trainer_steps(trainer) < s.steps) {
         qkv_batch b;
@@ -238,6 +238,7 @@ int qkv_cmd_train(int argc, char **argv) {
         if (qkv_trainer_step(trainer, &tb, &st)) goto done_err;
         smooth = isnan(smooth) ? st.loss : 0.98 * smooth + 0.02 * st.loss;
         tokens_since += (double)st.tokens;
+        tokens_total += (double)st.tokens;
         if (!st.stepped) continue;
         if (interrupted) break;
         const int64_t step = qkv_trainer_steps(trainer);
@@ -247,6 +248,7 @@ int qkv_cmd_train(int argc, char **argv) {
             tokens_since = 0;
             t_since = t;
         }
+        const double rate = isnan(tok_rate) ? tokens_total / (t - start > 1e-9 ? t - start : 1e-9) : tok_rate;
         const double per_step = (t - start) / (double)(step - first_step);
         char eta[32];
         format_duration(per_step * (double)(s.steps - step), eta, sizeof eta);
@@ -255,11 +257,11 @@ int qkv_cmd_train(int argc, char **argv) {
             const int width = 24, filled = (int)((double)width * (double)step / (double)s.steps);
             printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f tok/s  lr %.2e  ETA %s   ", filled,
                    "========================", width - filled, "", (long long)step, (long long)s.steps,
-                   (unsigned long long)pos.epoch, smooth, tok_rate, st.lr, eta);
+                   (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
             fflush(stdout);
         } else if (step % s.log_every == 0 || step == s.steps) {
             printf("step %lld/%lld epoch %llu loss %.4f tok/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s.steps,
-                   (unsigned long long)pos.epoch, smooth, tok_rate, st.lr, eta);
+                   (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
             fflush(stdout);
         }
         if (step % s.eval_every == 0 || step == s.steps) {

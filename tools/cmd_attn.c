@@ -94,29 +94,13 @@ int qkv_cmd_attn(int argc, char **argv) {
     int32_t src[MAX_LEN];
     const char *src_label[MAX_LEN];
     int32_t S = 0;
-    for (const char *p = input; *p;) {
-        size_t k;
-        if (tokens) {
-            while (*p == ' ') p++;
-            if (!*p) break;
-            k = strcspn(p, " ");
-        } else {
-            k = 1;
-            while ((p[k] & 0xC0) == 0x80) k++;
-        }
-        if (S >= c->max_len || S >= MAX_LEN) {
-            fprintf(stderr, "qkv attn: the input is longer than the model accepts (%d symbols)\n",
-                    c->max_len < MAX_LEN ? c->max_len : MAX_LEN);
-            goto done;
-        }
-        if (qkv_vocab_lookup(r.src, p, k, true, "<input>", 1, &src[S])) {
-            fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
-            goto done;
-        }
-        src_label[S] = qkv_vocab_symbol(r.src, src[S]);
-        S++;
-        p += k;
+    int64_t n_src = 0;
+    if (run_dir_encode(&r, "<input>", 1, input, tokens, src, c->max_len < MAX_LEN ? c->max_len : MAX_LEN, &n_src)) {
+        fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+        goto done;
     }
+    S = (int32_t)n_src;
+    for (int32_t i = 0; i < S; i++) src_label[i] = qkv_vocab_symbol(r.src, src[i]);
     /* the output, greedily */
     qkv_decode_params dp = qkv_decode_default_params();
     dp.strategy = QKV_DECODE_GREEDY;

@@ -89,38 +89,6 @@ static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp, boo
     return true;
 }
 
-/* Split a line into symbols (UTF-8 characters, or space-separated tokens) and look them up. */
-static bool encode_line(const run_dir *r, const char *file, int64_t line_no, const char *line, bool tokens,
-                        int32_t *ids, int64_t max, int64_t *len) {
-    int64_t n = 0;
-    const char *p = line;
-    while (*p) {
-        size_t k;
-        if (tokens) {
-            while (*p == ' ') p++;
-            if (!*p) break;
-            k = strcspn(p, " ");
-        } else {
-            k = 1;
-            while ((p[k] & 0xC0) == 0x80) k++; /* the rest of a UTF-8 character */
-        }
-        if (n == max) {
-            fprintf(stderr, "qkv decode: %s:%lld: input longer than the model's limit of %lld symbols\n", file,
-                    (long long)line_no, (long long)max);
-            return false;
-        }
-        int32_t id;
-        if (qkv_vocab_lookup(r->src, p, k, true, file, line_no, &id)) {
-            fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
-            return false;
-        }
-        ids[n++] = id;
-        p += k;
-    }
-    *len = n;
-    return true;
-}
-
 int qkv_cmd_decode(int argc, char **argv) {
     const char *run = NULL;
     const char *files[256];
@@ -205,7 +173,8 @@ int qkv_cmd_decode(int argc, char **argv) {
             line[strcspn(line, "\r\n")] = '\0';
             if (!line[0]) continue;
             int64_t len = 0;
-            if (!encode_line(&r, name, line_no, line, tokens, ids, max_in, &len)) rc = 1;
+            if (run_dir_encode(&r, name, line_no, line, tokens, ids, max_in, &len))
+                rc = 1, fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
             else if (!push(&p, line, ids, len)) rc = 1, fprintf(stderr, "qkv decode: out of memory\n");
             else if ((stream || p.n == 64) && !flush(&p, &r, &dp, tokens)) rc = 1;
         }

@@ -35,3 +35,29 @@ void run_dir_free(run_dir *r) {
     qkv_vocab_free(r->tgt);
     memset(r, 0, sizeof *r);
 }
+
+qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text, bool tokens,
+                          int32_t *ids, int64_t max, int64_t *len) {
+    int64_t n = 0;
+    const char *p = text;
+    while (*p) {
+        size_t k;
+        if (tokens) {
+            while (*p == ' ') p++;
+            if (!*p) break;
+            k = strcspn(p, " ");
+        } else {
+            k = 1;
+            while ((p[k] & 0xC0) == 0x80) k++; /* the rest of a UTF-8 character */
+        }
+        if (n == max)
+            return qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols", file,
+                                 (long long)line_no, (long long)max);
+        qkv_status st = qkv_vocab_lookup(r->src, p, k, true, file, line_no, &ids[n]);
+        if (st) return st;
+        n++;
+        p += k;
+    }
+    *len = n;
+    return QKV_OK;
+}

@@ -17,4 +17,10 @@ typedef struct run_dir {
 qkv_status run_dir_load(const char *dir, run_dir *out);
 void run_dir_free(run_dir *r);
 
+/* Split one input line into source symbols (UTF-8 characters, or space-separated tokens) and look
+ * them up in r->src: at most max ids into ids, their number in *len. An unknown symbol or a line
+ * longer than max is an error naming file and line (qkv_last_error()). */
+qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text, bool tokens,
+                          int32_t *ids, int64_t max, int64_t *len);
+
 #endif

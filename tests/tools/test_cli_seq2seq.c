@@ -65,23 +65,40 @@ static void write_pairs(const char *path, int first, int n) {
     fclose(f);
 }
 
-TEST(cli_train_resume_eval_decode) {
-    char dir[] = "/tmp/qkv_cli_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char train[600], dev[600], conf[600], run_dir[600], cmd[4096], out[16384], path[700];
-    snprintf(train, sizeof train, "%s/train.tsv", dir);
-    snprintf(dev, sizeof dev, "%s/dev.tsv", dir);
-    snprintf(conf, sizeof conf, "%s/run.conf", dir);
-    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
-    write_pairs(train, 0, 12);
-    write_file(dev, "ab\tA B\nbad\tB A D\ncab\tC A B\n"); /* sorted by word, as the split files */
+/* A temporary run: dir/train.tsv (12 pairs), dir/run.conf naming it as training data, dev (or
+ * the training file when dev is NULL) and out.dir = dir/run, plus the keys of `extra`. */
+typedef struct {
+    char dir[32], train[64], conf[64], run_dir[64];
+} cli_run;
+
+static bool cli_run_setup(cli_run *r, const char *dev, const char *extra) {
+    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_cli_XXXXXX");
+    if (!mkdtemp(r->dir)) return false;
+    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
+    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
+    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
+    write_pairs(r->train, 0, 12);
     char text[2048];
-    snprintf(text, sizeof text,
-             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 16\nmodel.heads = 2\n"
-             "model.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 32\ntrain.steps = 6\n"
-             "train.max_tokens = 64\ntrain.eval_every = 3\ntrain.warmup = 2\neval.strategy = greedy\n",
-             train, dev, run_dir);
-    write_file(conf, text);
+    snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s\neval.strategy = greedy\n%s", r->train,
+             dev ? dev : r->train, r->run_dir, extra);
+    write_file(r->conf, text);
+    return true;
+}
+
+static void cli_run_remove(const cli_run *r) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(cli_train_resume_eval_decode) {
+    char dev[600], cmd[4096], out[16384], path[700];
+    snprintf(dev, sizeof dev, "/tmp/qkv_cli_dev_%ld.tsv", (long)getpid());
+    write_file(dev, "ab\tA B\nbad\tB A D\ncab\tC A B\n"); /* sorted by word, as the split files */
+    cli_run r;
+    CHECK(cli_run_setup(&r, dev, "model.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
+                                 "model.ff = 32\ntrain.steps = 6\ntrain.max_tokens = 64\ntrain.eval_every = 3\ntrain.warmup = 2\n"));
+    const char *dir = r.dir, *conf = r.conf, *run_dir = r.run_dir;
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=3", QKV_CLI_PATH, conf);
     CHECK_MSG(run(cmd, out, sizeof out) == 0, "train failed: %s", out);
     CHECK(strstr(out, "eval step 3: dev WER"));
@@ -112,8 +129,8 @@ TEST(cli_train_resume_eval_decode) {
     snprintf(cmd, sizeof cmd, "printf 'abababababababababababababababababababababababababababababababababababab\\n' | %s decode %s",
              QKV_CLI_PATH, run_dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "<stdin>:1") && strstr(out, "longer"), "too long: %s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    unlink(dev);
+    cli_run_remove(&r);
 }
 
 TEST(cli_train_rejects_bad_configurations_and_data) {
@@ -145,19 +162,11 @@ TEST(cli_train_rejects_bad_configurations_and_data) {
 }
 
 TEST(cli_attn_writes_every_map_and_the_terminal_view) {
-    char dir[] = "/tmp/qkv_cli_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char train[600], conf[600], run_dir[600], cmd[4096], out[16384], text[2048], path[700];
-    snprintf(train, sizeof train, "%s/train.tsv", dir);
-    snprintf(conf, sizeof conf, "%s/run.conf", dir);
-    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
-    write_pairs(train, 0, 12);
-    snprintf(text, sizeof text,
-             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 2\n"
-             "model.decoder_layers = 1\nmodel.ff = 16\ntrain.steps = 2\ntrain.max_tokens = 64\ntrain.eval_every = 2\n"
-             "eval.strategy = greedy\n",
-             train, train, run_dir);
-    write_file(conf, text);
+    char cmd[4096], out[16384], path[700];
+    cli_run r;
+    CHECK(cli_run_setup(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 2\nmodel.decoder_layers = 1\n"
+                                  "model.ff = 16\ntrain.steps = 2\ntrain.max_tokens = 64\ntrain.eval_every = 2\n"));
+    const char *dir = r.dir, *conf = r.conf, *run_dir = r.run_dir;
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
     CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --out %s/maps", QKV_CLI_PATH, run_dir, dir);
@@ -178,26 +187,18 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    cli_run_remove(&r);
 }
 
 /* Ctrl-C (SIGINT) during training with gradient accumulation: exit 130 after an optimiser step,
  * with a checkpoint that --resume accepts. */
 TEST(cli_train_interrupt_saves_a_checkpoint) {
-    char dir[] = "/tmp/qkv_cli_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char train[600], conf[600], run_dir[600], cmd[4096], out[16384], text[2048], path[700];
-    snprintf(train, sizeof train, "%s/train.tsv", dir);
-    snprintf(conf, sizeof conf, "%s/run.conf", dir);
-    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
-    write_pairs(train, 0, 12);
-    snprintf(text, sizeof text,
-             "data.train = %s\ndata.dev = %s\nout.dir = %s\nmodel.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
-             "model.decoder_layers = 1\nmodel.ff = 16\ntrain.steps = 100000000\ntrain.accum = 3\ntrain.max_tokens = 16\n"
-             "train.eval_every = 100000000\neval.strategy = greedy\n",
-             train, train, run_dir);
-    write_file(conf, text);
+    char cmd[4096], out[16384], path[700];
+    cli_run r;
+    CHECK(cli_run_setup(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
+                                  "model.ff = 16\ntrain.steps = 100000000\ntrain.accum = 3\ntrain.max_tokens = 16\n"
+                                  "train.eval_every = 100000000\n"));
+    const char *conf = r.conf, *run_dir = r.run_dir;
     /* --foreground: the signal reaches qkv as a Ctrl-C at a terminal does */
     snprintf(cmd, sizeof cmd, "timeout --foreground --preserve-status -s INT 4 %s train %s", QKV_CLI_PATH, conf);
     const int rc = run(cmd, out, sizeof out);
@@ -206,6 +207,5 @@ TEST(cli_train_interrupt_saves_a_checkpoint) {
     CHECK_MSG(exists(path), "missing %s", path);
     snprintf(cmd, sizeof cmd, "%s train %s --resume --set train.steps=1", QKV_CLI_PATH, conf);
     CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "resuming"), "resume: %s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    cli_run_remove(&r);
 }

@@ -29,6 +29,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Function multi-versioning for hot loops: the function is compiled for AVX-512, AVX2 and the
+ * x86-64 baseline, and the dynamic loader picks the best the CPU has (GCC / clang target_clones,
+ * an ifunc). The build has no -march flag, so this is how vector code reaches a modern CPU.
+ * Only code whose result does not depend on the vector width may use it: integer code, or float
+ * code without reductions (FMA contraction is off project-wide, -ffp-contract=off). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && \
+    (!defined(__clang__) || __clang_major__ >= 14)
+#define QKV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define QKV_CLONES
+#endif
+
 #define QKV_ARENA_ALIGN 64
 #define QKV_MAX_IN 6
 #define QKV_MAX_SAVED 4
@@ -176,5 +188,13 @@ void qkv__set_contiguous_strides(qkv_tensor *t);
 
 /* Philox stream for the next random op of this step. */
 uint64_t qkv__next_stream(qkv_ctx *ctx);
+
+/* Sixteen consecutive Philox blocks at once (src/core/rng.c): out[4 l + k] = word k of block
+ * first_block + l for counter (block low, block high, stream, step) and key seed, i.e. the
+ * random words of elements 4 first_block .. 4 first_block + 63 in qkv_rng_uniform's numbering.
+ * Vectorised (QKV_CLONES); bit-identical to qkv_philox4x32. */
+#define QKV_PHILOX_LANES 16
+void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
+                        uint32_t out[4 * QKV_PHILOX_LANES]);
 
 #endif

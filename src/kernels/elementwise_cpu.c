@@ -5,6 +5,7 @@
  */
 #include "elementwise.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define QKV_CHUNK 4096
@@ -25,6 +26,13 @@ static void unary_fwd(qkv_unary op, int64_t n, const qkv_real *x, qkv_real *y) {
 
 static void unary_bwd(qkv_unary op, int64_t n, const qkv_real *x, const qkv_real *y,
                       const qkv_real *dy, qkv_real *dx) {
+    if (op == QKV_UN_RELU) { /* the common case, as a select the compiler vectorises */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? dy[i] : 0;
+        return;
+    }
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
 #endif
@@ -88,24 +96,33 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
         }
 }
 
+/* Dropout over groups of 64 elements, the random words of 16 Philox blocks generated at once.
+ * Element i is kept when u_i >= p with u_i = (r_i >> 8) 2^-24 (qkv_rng_uniform); that float is
+ * exact, so the test is the integer compare (r_i >> 8) >= ceil(p 2^24), the same decision as the
+ * reference kernel's. */
+QKV_CLONES
+static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, const uint32_t *r, const qkv_real *x,
+                          qkv_real *y, bool accumulate) {
+    if (accumulate)
+        for (int64_t k = 0; k < len; k++) y[k] += (r[k] >> 8) >= threshold ? x[k] * scale : 0;
+    else
+        for (int64_t k = 0; k < len; k++) y[k] = (r[k] >> 8) >= threshold ? x[k] * scale : 0;
+}
+
 static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, const qkv_real *x,
                     qkv_real *y, bool accumulate) {
+    enum { G = 4 * QKV_PHILOX_LANES };
     const qkv_real scale = (qkv_real)(1.0 / (1.0 - p));
-    const float pf = (float)p;
+    const uint32_t threshold = (uint32_t)ceil((double)(float)p * 16777216.0);
+    const int64_t groups = (n + G - 1) / G;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
 #endif
-    for (int64_t blk = 0; blk < (n + 3) / 4; blk++) {
-        /* one Philox block gives the four uniforms of elements 4 blk .. 4 blk + 3 */
-        uint64_t b = (uint64_t)blk;
-        uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream, (uint32_t)step}, r[4];
-        qkv_philox4x32(ctr, (uint32_t[]){(uint32_t)seed, (uint32_t)(seed >> 32)}, r);
-        for (int k = 0; k < 4 && 4 * blk + k < n; k++) {
-            int64_t i = 4 * blk + k;
-            float u = (float)(r[k] >> 8) * (1.0f / 16777216.0f);
-            qkv_real v = u >= pf ? x[i] * scale : 0;
-            y[i] = accumulate ? y[i] + v : v;
-        }
+    for (int64_t g = 0; g < groups; g++) {
+        uint32_t r[G];
+        qkv__philox_blocks(seed, step, stream, (uint64_t)g * QKV_PHILOX_LANES, r);
+        const int64_t first = g * G, len = n - first < G ? n - first : G;
+        dropout_group(len, threshold, scale, r, x + first, y + first, accumulate);
     }
 }
 

@@ -15,6 +15,27 @@ TEST(philox_known_answers) {
     CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u);
 }
 
+/* The vectorised 16-block generator (used by dropout) against the scalar Philox, with a 64-bit
+ * seed and a block range that crosses 2^32 (the counter's high word). */
+TEST(philox_blocks_equal_scalar_philox) {
+    const uint64_t seed = 0x0123456789abcdefULL, step = 77, stream = 5;
+    uint32_t lanes[4 * QKV_PHILOX_LANES], out[4];
+    int mismatches = 0;
+    for (uint64_t first = 0xFFFFFFE0ULL; first < 0x100000040ULL; first += QKV_PHILOX_LANES) {
+        qkv__philox_blocks(seed, step, stream, first, lanes);
+        for (int l = 0; l < QKV_PHILOX_LANES; l++) {
+            const uint64_t b = first + (uint64_t)l;
+            qkv_philox4x32((uint32_t[]){(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream, (uint32_t)step},
+                           (uint32_t[]){(uint32_t)seed, (uint32_t)(seed >> 32)}, out);
+            for (int k = 0; k < 4; k++) mismatches += lanes[4 * l + k] != out[k];
+            /* and in qkv_rng_uniform's numbering: element 4 b + k */
+            mismatches += (float)(lanes[4 * l + 3] >> 8) * (1.0f / 16777216.0f) !=
+                          qkv_rng_uniform(seed, step, stream, 4 * b + 3);
+        }
+    }
+    CHECK(mismatches == 0);
+}
+
 TEST(rng_uniform_moments_and_independence) {
     const int n = 200000;
     double s = 0, s2 = 0, cross = 0;

@@ -50,6 +50,7 @@ void qkv_ctx_reset(qkv_ctx *ctx) {
     ctx->status = QKV_OK;
     ctx->step++;
     ctx->rng_calls = 0;
+    ctx->n_spare_grads = 0;
 }
 
 qkv_status qkv_ctx_status(const qkv_ctx *ctx) { return ctx ? ctx->status : QKV_ERR_INVALID_ARG; }

@@ -94,6 +94,8 @@ struct qkv_tape_entry {
 
 /* ---- context ------------------------------------------------------------------------------ */
 
+#define QKV_SPARE_GRADS 64
+
 struct qkv_ctx {
     qkv_arena arena;
     qkv_tape_entry *tape; /* last entry; walk ->prev */
@@ -105,6 +107,12 @@ struct qkv_ctx {
     qkv_kernels kernels;
     uint64_t seed, step;
     uint64_t rng_calls; /* random ops issued this step: the Philox stream of the next one */
+    /* Gradient buffers released during backward (src/core/tape.c), reused by qkv__grad. */
+    struct {
+        void *data;
+        size_t bytes;
+    } spare_grads[QKV_SPARE_GRADS];
+    int n_spare_grads;
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */

@@ -80,6 +80,36 @@ bool qkv__refuse_grad(qkv_ctx *ctx, const char *op, int n, qkv_tensor *const *in
     return false;
 }
 
+/*
+ * Gradient buffers of intermediate tensors are recycled during backward. The tape is replayed
+ * in reverse, so when the entry that produced a tensor runs its backward, every consumer of the
+ * tensor (and of its views, which alias its gradient) has already added its part: the gradient
+ * is complete, the producer reads it one last time, and the buffer is free for the gradient of
+ * an earlier tensor of the same size (layers repeat their shapes, so most find one). This keeps
+ * the backward pass's working set to a few buffers that stay in cache, instead of one fresh
+ * buffer per tensor. As in PyTorch (retain_grad), only leaves (inputs, parameters) keep their
+ * gradients after backward; views and tensors not produced by a tape entry are never released.
+ */
+static void *take_spare_grad(qkv_ctx *ctx, size_t bytes) {
+    for (int i = ctx->n_spare_grads - 1; i >= 0; i--) {
+        if (ctx->spare_grads[i].bytes != bytes) continue;
+        void *p = ctx->spare_grads[i].data;
+        ctx->spare_grads[i] = ctx->spare_grads[--ctx->n_spare_grads];
+        return p;
+    }
+    return NULL;
+}
+
+static void release_grad(qkv_ctx *ctx, qkv_tensor *t) {
+    if (t->base || !t->grad || ctx->n_spare_grads == QKV_SPARE_GRADS) return;
+    const size_t bytes = (size_t)qkv_tensor_numel(t) * sizeof(qkv_real);
+    if (ctx->arena.poison) memset(t->grad, 0xFF, bytes); /* a stale read shows up as NaN */
+    ctx->spare_grads[ctx->n_spare_grads].data = t->grad;
+    ctx->spare_grads[ctx->n_spare_grads].bytes = bytes;
+    ctx->n_spare_grads++;
+    t->grad = NULL;
+}
+
 qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
     if (!t || !(t->flags & QKV_REQUIRES_GRAD) || t->dtype != QKV_REAL) return NULL;
     if (t->grad) return (qkv_real *)t->grad;
@@ -90,7 +120,8 @@ qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
         return (qkv_real *)t->grad;
     }
     size_t bytes = (size_t)qkv_tensor_numel(t) * sizeof(qkv_real);
-    void *g = qkv__arena_alloc(&ctx->arena, bytes);
+    void *g = take_spare_grad(ctx, bytes);
+    if (!g) g = qkv__arena_alloc(&ctx->arena, bytes);
     if (!g) {
         QKV_FAIL(ctx, QKV_ERR_OOM, "backward: out of memory for a gradient (%zu bytes)", bytes);
         return NULL;
@@ -108,6 +139,7 @@ static qkv_status replay(qkv_ctx *ctx) {
         if (!has_grad(e->out)) continue; /* nothing downstream of this op reached the loss */
         if (!qkv__grad(ctx, e->out)) break;
         e->op->backward(ctx, e);
+        release_grad(ctx, e->out);
     }
     ctx->backward_done = true;
     return ctx->status;

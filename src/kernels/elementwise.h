@@ -27,9 +27,13 @@ typedef struct qkv_elementwise_kernels {
     void (*binary_bwd)(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b,
                        const qkv_real *dy, qkv_real *da, qkv_real *db);
     /* y = keep ? x / (1 - p) : 0, keep(i) = uniform(seed, step, stream, i) >= p; backward is the
-     * same map applied to dy and accumulated */
-    void (*dropout)(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream,
+     * same map applied to dy and accumulated. With relu, x is replaced by max(x, 0) (forward of
+     * the fused relu + dropout). */
+    void (*dropout)(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu,
                     const qkv_real *x, qkv_real *y, bool accumulate);
+    /* backward of y = dropout(relu(x)): dx += y > 0 ? dy * scale : 0 (y > 0 exactly where the
+     * element was kept and x > 0: no random numbers needed) */
+    void (*relu_dropout_bwd)(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx);
     double (*sum)(int64_t n, const qkv_real *x);
     /* y (=|+=) s * x: scale's forward (accumulate false) and backward (accumulate true) */
     void (*scale)(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate);

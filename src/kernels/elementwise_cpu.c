@@ -101,15 +101,19 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
  * exact, so the test is the integer compare (r_i >> 8) >= ceil(p 2^24), the same decision as the
  * reference kernel's. */
 QKV_CLONES
-static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, const uint32_t *r, const qkv_real *x,
-                          qkv_real *y, bool accumulate) {
-    if (accumulate)
+static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, bool relu, const uint32_t *r,
+                          const qkv_real *x, qkv_real *y, bool accumulate) {
+    if (relu && accumulate)
+        for (int64_t k = 0; k < len; k++) y[k] += (r[k] >> 8) >= threshold && x[k] > 0 ? x[k] * scale : 0;
+    else if (relu)
+        for (int64_t k = 0; k < len; k++) y[k] = (r[k] >> 8) >= threshold && x[k] > 0 ? x[k] * scale : 0;
+    else if (accumulate)
         for (int64_t k = 0; k < len; k++) y[k] += (r[k] >> 8) >= threshold ? x[k] * scale : 0;
     else
         for (int64_t k = 0; k < len; k++) y[k] = (r[k] >> 8) >= threshold ? x[k] * scale : 0;
 }
 
-static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, const qkv_real *x,
+static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu, const qkv_real *x,
                     qkv_real *y, bool accumulate) {
     enum { G = 4 * QKV_PHILOX_LANES };
     const qkv_real scale = (qkv_real)(1.0 / (1.0 - p));
@@ -122,7 +126,23 @@ static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t 
         uint32_t r[G];
         qkv__philox_blocks(seed, step, stream, (uint64_t)g * QKV_PHILOX_LANES, r);
         const int64_t first = g * G, len = n - first < G ? n - first : G;
-        dropout_group(len, threshold, scale, r, x + first, y + first, accumulate);
+        dropout_group(len, threshold, scale, relu, r, x + first, y + first, accumulate);
+    }
+}
+
+QKV_CLONES
+static void relu_dropout_bwd_range(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
+    for (int64_t i = 0; i < n; i++) dx[i] += y[i] > 0 ? dy[i] * scale : 0;
+}
+
+static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
+    const int64_t chunks = (n + QKV_CHUNK - 1) / QKV_CHUNK;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t first = c * QKV_CHUNK, len = n - first < QKV_CHUNK ? n - first : QKV_CHUNK;
+        relu_dropout_bwd_range(len, scale, y + first, dy + first, dx + first);
     }
 }
 
@@ -166,4 +186,5 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
     }
 }
 
-const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum, scale};
+const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
+                                                     relu_dropout_bwd, sum,       scale};

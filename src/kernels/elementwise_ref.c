@@ -37,13 +37,19 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
     }
 }
 
-static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, const qkv_real *x,
+static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu, const qkv_real *x,
                     qkv_real *y, bool accumulate) {
     const qkv_real scale = (qkv_real)(1.0 / (1.0 - p));
     for (int64_t i = 0; i < n; i++) {
-        qkv_real v = qkv_rng_uniform(seed, step, stream, (uint64_t)i) >= (float)p ? x[i] * scale : 0;
+        const qkv_real xi = relu && !(x[i] > 0) ? 0 : x[i];
+        qkv_real v = qkv_rng_uniform(seed, step, stream, (uint64_t)i) >= (float)p ? xi * scale : 0;
         y[i] = accumulate ? y[i] + v : v;
     }
+}
+
+static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
+    for (int64_t i = 0; i < n; i++)
+        if (y[i] > 0) dx[i] += dy[i] * scale;
 }
 
 static double sum(int64_t n, const qkv_real *x) {
@@ -56,4 +62,5 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
     for (int64_t i = 0; i < n; i++) y[i] = accumulate ? y[i] + s * x[i] : s * x[i];
 }
 
-const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, sum, scale};
+const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
+                                                     relu_dropout_bwd, sum,       scale};

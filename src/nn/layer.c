@@ -93,11 +93,10 @@ static qkv_tensor *norm(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x) 
 qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x) {
     qkv_tensor *h = qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias); /* (B, T, F) */
     switch (l->cfg.activation) {
-    case QKV_ACT_RELU: h = qkv_relu(ctx, h); break;
-    case QKV_ACT_GELU: h = qkv_gelu(ctx, h, QKV_GELU_ERF); break;
-    case QKV_ACT_GELU_TANH: h = qkv_gelu(ctx, h, QKV_GELU_TANH); break;
+    case QKV_ACT_RELU: h = qkv_relu_dropout(ctx, h, l->cfg.dropout); break; /* fused: same bits */
+    case QKV_ACT_GELU: h = qkv_dropout(ctx, qkv_gelu(ctx, h, QKV_GELU_ERF), l->cfg.dropout); break;
+    case QKV_ACT_GELU_TANH: h = qkv_dropout(ctx, qkv_gelu(ctx, h, QKV_GELU_TANH), l->cfg.dropout); break;
     }
-    h = qkv_dropout(ctx, h, l->cfg.dropout);
     return qkv_linear(ctx, h, l->linear2_weight, l->linear2_bias); /* (B, T, C) */
 }
 

@@ -139,7 +139,7 @@ static void dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
     qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
-                                              (uint64_t)e->i[2], (const qkv_real *)e->out->grad, dx, true);
+                                              (uint64_t)e->i[2], false, (const qkv_real *)e->out->grad, dx, true);
 }
 
 static const qkv_op_desc dropout_op = {"dropout", dropout_backward};
@@ -153,8 +153,8 @@ qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
     const uint64_t stream = qkv__next_stream(ctx);
-    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, qkv__data(x),
-                                              qkv__data(y), false);
+    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, false,
+                                              qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &dropout_op, y, 1, &x);
     if (e) {
         e->f[0] = p;
@@ -162,6 +162,37 @@ qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
         e->i[1] = (int64_t)ctx->step;
         e->i[2] = (int64_t)stream;
     }
+    return y;
+}
+
+/* ---- relu + dropout ------------------------------------------------------------------------- */
+
+/* dropout(relu(x)) in one pass, with the random stream qkv_dropout would use at this point, so
+ * the fused op gives the bits of the pair. Backward needs no random numbers: y > 0 exactly where
+ * the element was kept and x > 0, the only places with a gradient (dy / (1 - p)). Saves the
+ * ReLU output, one pass forward, the regeneration of the mask and one pass backward. */
+static void relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    if (!dx) return;
+    qkv_elementwise_kernels_for(ctx)->relu_dropout_bwd(qkv_tensor_numel(e->out), (qkv_real)(1.0 / (1.0 - e->f[0])),
+                                                       qkv__data(e->out), (const qkv_real *)e->out->grad, dx);
+}
+
+static const qkv_op_desc relu_dropout_op = {"relu_dropout", relu_dropout_backward};
+
+qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
+    if (!QKV_OP_BEGIN(ctx, "relu_dropout", x)) return NULL;
+    if (!qkv__check_real(ctx, "relu_dropout", x, "x")) return NULL;
+    if (!(p >= 0 && p < 1)) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "relu_dropout: p = %g is not in [0, 1)", p);
+    if (!ctx->training || p == 0) return qkv_relu(ctx, x);
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);
+    if (!y) return NULL;
+    const uint64_t stream = qkv__next_stream(ctx);
+    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, true,
+                                              qkv__data(x), qkv__data(y), false);
+    qkv_tape_entry *e = qkv__record(ctx, &relu_dropout_op, y, 1, &x);
+    if (e) e->f[0] = p;
     return y;
 }
 

@@ -195,6 +195,72 @@ TEST(dropout_gradcheck_and_kernels) {
 #endif
 }
 
+static qkv_tensor *relu_dropout_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    qkv_ctx_set_training(ctx, true);
+    return qkv_relu_dropout(ctx, in[0], *(double *)user);
+}
+
+/* The fused op against the pair it replaces: the same bits forward and backward (same random
+ * stream), on a size that is not a multiple of the 64-element groups. */
+TEST(relu_dropout_equals_relu_then_dropout) {
+    const int64_t shape[2] = {37, 129};
+    const double p = 0.3;
+    qkv_tensor *x = tu_rand(2, shape, -1, 1, 81), *dy = tu_rand(2, shape, -1, 1, 82);
+    qkv_real *ref_y = NULL, *ref_dx = NULL;
+    for (int fused = 0; fused < 2; fused++) {
+        qkv_ctx *ctx = tu_ctx();
+        qkv_ctx_set_training(ctx, true);
+        qkv_ctx_set_rng(ctx, 99, 5);
+        qkv_tensor *xv = qkv_tensor_new(ctx, QKV_REAL, 2, shape);
+        memcpy(xv->data, x->data, sizeof(qkv_real) * 37 * 129);
+        qkv_tensor_requires_grad(xv);
+        qkv_tensor *y = fused ? qkv_relu_dropout(ctx, xv, p) : qkv_dropout(ctx, qkv_relu(ctx, xv), p);
+        CHECK_OK(qkv_backward_from(ctx, y, dy));
+        const size_t bytes = sizeof(qkv_real) * 37 * 129;
+        if (!fused) {
+            ref_y = malloc(bytes), ref_dx = malloc(bytes);
+            memcpy(ref_y, y->data, bytes);
+            memcpy(ref_dx, xv->grad, bytes);
+        } else {
+            CHECK(memcmp(ref_y, y->data, bytes) == 0);
+            CHECK(memcmp(ref_dx, xv->grad, bytes) == 0);
+            int64_t zeros = 0;
+            for (int64_t i = 0; i < 37 * 129; i++) zeros += ((qkv_real *)y->data)[i] == 0;
+            CHECK(zeros > 37 * 129 / 2 && zeros < 37 * 129); /* ReLU's half and dropout's 30 % of the rest */
+        }
+        qkv_ctx_free(ctx);
+    }
+    free(ref_y), free(ref_dx);
+    /* evaluation mode is the ReLU */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *y = qkv_relu_dropout(ctx, x, p);
+    for (int64_t i = 0; i < 37 * 129; i++) {
+        const qkv_real v = ((qkv_real *)x->data)[i];
+        CHECK(((qkv_real *)y->data)[i] == (v > 0 ? v : 0));
+    }
+    CHECK(qkv_relu_dropout(ctx, x, 1.0) == NULL && strstr(qkv_last_error(), "relu_dropout"));
+    qkv_ctx_free(ctx);
+    tu_free(x), tu_free(dy);
+}
+
+TEST(relu_dropout_gradcheck_and_kernels) {
+    double p = 0.25;
+    qkv_tensor *x = tu_rand(2, (int64_t[]){17, 301}, -1, 1, 83);
+    qkv_tensor_requires_grad(x);
+    kc_check("relu_dropout", relu_dropout_fn, &x, 1, &p);
+    tu_free(x);
+#ifdef QKV_DOUBLE
+    /* inputs away from ReLU's kink at 0 */
+    x = tu_rand(2, (int64_t[]){3, 7}, 0.1, 1, 84);
+    for (int i = 0; i < 21; i += 2) ((qkv_real *)x->data)[i] = -((qkv_real *)x->data)[i];
+    qkv_tensor_requires_grad(x);
+    tu_gradcheck_opts o = tu_gradcheck_default();
+    o.training = true;
+    tu_gradcheck("relu_dropout", relu_dropout_fn, &x, 1, &p, &o);
+    tu_free(x);
+#endif
+}
+
 TEST(sum_and_mean_closed_form) {
     qkv_ctx *ctx = tu_ctx();
     const int64_t n = 10001; /* crosses the fixed 4096-element chunks */

@@ -27,6 +27,10 @@ QKV_API qkv_tensor *qkv_sigmoid(qkv_ctx *ctx, qkv_tensor *x);
  * scaled by 1/(1-p); in evaluation mode (or p = 0) it returns x itself. The keep decision of
  * element i is Philox(seed, step, call, i): no mask is stored, backward regenerates it. */
 QKV_API qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p);
+/* dropout(relu(x), p) fused: the same bits as the two ops (same random stream), one pass, no
+ * ReLU output kept, and a backward that needs no random numbers (y > 0 marks the elements with
+ * a gradient). In evaluation mode (or p = 0) it is qkv_relu. The feed-forward block uses it. */
+QKV_API qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p);
 
 /* Sum and mean of all elements -> scalar (ndim 0). */
 QKV_API qkv_tensor *qkv_sum(qkv_ctx *ctx, qkv_tensor *x);

@@ -31,23 +31,19 @@ static void dot_fwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, c
                     qkv_real *e) {
     const int64_t T = d->T, S = d->S, D = d->D;
     if (T == 0 || S == 0) return;
-    for (int64_t bh = 0; bh < d->B * d->H; bh++) /* (T, D) (S, D)^T -> (T, S) */
-        qkv_gemm(false, true, T, S, D, alpha, q + bh * T * D, D, k + bh * S * D, D, 0,
-                 e + bh * T * S, S);
+    /* (T, D) (S, D)^T -> (T, S) per head */
+    qkv_gemm_batched(false, true, d->B * d->H, T, S, D, alpha, q, D, T * D, k, D, S * D, 0, e, S, T * S);
 }
 
 static void dot_bwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, const qkv_real *k,
                     const qkv_real *de, qkv_real *dq, qkv_real *dk) {
     const int64_t T = d->T, S = d->S, D = d->D;
     if (T == 0 || S == 0) return;
-    for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-        const qkv_real *deb = de + bh * T * S;
-        if (dq) /* (T, S) (S, D) */
-            qkv_gemm(false, false, T, D, S, alpha, deb, S, k + bh * S * D, D, 1, dq + bh * T * D,
-                     D);
-        if (dk) /* (T, S)^T (T, D) */
-            qkv_gemm(true, false, S, D, T, alpha, deb, S, q + bh * T * D, D, 1, dk + bh * S * D, D);
-    }
+    const int64_t BH = d->B * d->H;
+    if (dq) /* (T, S) (S, D) per head */
+        qkv_gemm_batched(false, false, BH, T, D, S, alpha, de, S, T * S, k, D, S * D, 1, dq, D, T * D);
+    if (dk) /* (T, S)^T (T, D) per head */
+        qkv_gemm_batched(true, false, BH, S, D, T, alpha, de, S, T * S, q, D, T * D, 1, dk, D, S * D);
 }
 
 /* ---- cosine ---------------------------------------------------------------------------------- */
@@ -112,11 +108,8 @@ static bool cos_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *g, int
     if (ctx->status) return false;
     unit_rows(BH * T, D, q, nq, u);
     unit_rows(BH * S, D, k, nk, w);
-    for (int64_t bh = 0; bh < BH; bh++) {
-        const qkv_real *deb = de + bh * T * S;
-        if (m) qkv_gemm(false, false, T, D, S, 1, deb, S, w + bh * S * D, D, 0, m + bh * T * D, D);
-        if (n) qkv_gemm(true, false, S, D, T, 1, deb, S, u + bh * T * D, D, 0, n + bh * S * D, D);
-    }
+    if (m) qkv_gemm_batched(false, false, BH, T, D, S, 1, de, S, T * S, w, D, S * D, 0, m, D, T * D);
+    if (n) qkv_gemm_batched(true, false, BH, S, D, T, 1, de, S, T * S, u, D, T * D, 0, n, D, S * D);
     if (m) {
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (BH * T * (S + D) > QKV_ATTN_GRAIN)

@@ -309,3 +309,28 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
 }
+
+void qkv_gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, qkv_real alpha,
+                      const qkv_real *a, int64_t lda, int64_t stride_a, const qkv_real *b, int64_t ldb,
+                      int64_t stride_b, qkv_real beta, qkv_real *c, int64_t ldc, int64_t stride_c) {
+    if (batch <= 0 || m <= 0 || n <= 0) return;
+#if defined(QKV_WITH_OPENMP)
+    if (k > 0 && m * n * k <= GEMM_SERIAL_WORK) {
+        /* Inside the parallel region every GEMM runs single-threaded, as qkv_gemm runs these
+         * small ones: the same bits for any thread count. */
+#pragma omp parallel for schedule(static) if (batch * m * n * k > GEMM_SERIAL_WORK)
+        for (int64_t s = 0; s < batch; s++)
+#ifdef QKV_WITH_BLAS
+            blas_gemm(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda < 1 ? 1 : lda, b + s * stride_b,
+                      ldb < 1 ? 1 : ldb, beta, c + s * stride_c, ldc);
+#else
+            qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda, b + s * stride_b, ldb, beta,
+                             c + s * stride_c, ldc);
+#endif
+        return;
+    }
+#endif
+    for (int64_t s = 0; s < batch; s++)
+        qkv_gemm(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda, b + s * stride_b, ldb, beta, c + s * stride_c,
+                 ldc);
+}

@@ -112,6 +112,23 @@ static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     gemm_fn gemm = pick_gemm(ctx);
     qkv_real *da = qkv__grad(ctx, a), *db = qkv__grad(ctx, b);
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
+    if (ctx->kernels != QKV_KERNELS_REF && g.b_batch == g.batch) { /* one b per entry: independent products */
+        const qkv_real *A = qkv__data(a), *B = qkv__data(b);
+        const int64_t c_size = g.M * g.N;
+        if (da && !ta) /* dA (M,K) += dC (M,N) op(B)^T */
+            qkv_gemm_batched(false, !tb, g.batch, g.M, g.K, g.N, 1, dc, g.N, c_size, B, g.b_cols, b_size, 1, da,
+                             g.a_cols, a_size);
+        else if (da) /* a = A^T: da (K,M) += op(B) dC^T */
+            qkv_gemm_batched(tb, true, g.batch, g.K, g.M, g.N, 1, B, g.b_cols, b_size, dc, g.N, c_size, 1, da,
+                             g.a_cols, a_size);
+        if (db && !tb) /* dB (K,N) += op(A)^T dC */
+            qkv_gemm_batched(!ta, false, g.batch, g.K, g.N, g.M, 1, A, g.a_cols, a_size, dc, g.N, c_size, 1, db,
+                             g.b_cols, b_size);
+        else if (db) /* b = B^T: db (N,K) += dC^T op(A) */
+            qkv_gemm_batched(true, ta, g.batch, g.N, g.K, g.M, 1, dc, g.N, c_size, A, g.a_cols, a_size, 1, db,
+                             g.b_cols, b_size);
+        return;
+    }
     for (int64_t s = 0; s < g.batch; s++) {
         const qkv_real *as = qkv__data(a) + s * a_size;
         const qkv_real *bs = qkv__data(b) + (s % g.b_batch) * b_size;
@@ -160,11 +177,16 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     shape[a->ndim - 1] = g.N;
     qkv_tensor *c = qkv__alloc(ctx, QKV_REAL, a->ndim, shape); /* (..., M, N) */
     if (!c) return NULL;
-    gemm_fn gemm = pick_gemm(ctx);
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
-    for (int64_t s = 0; s < g.batch; s++)
-        gemm(trans_a, trans_b, g.M, g.N, g.K, 1, qkv__data(a) + s * a_size, g.a_cols,
-             qkv__data(b) + (s % g.b_batch) * b_size, g.b_cols, 0, qkv__data(c) + s * g.M * g.N, g.N);
+    if (ctx->kernels != QKV_KERNELS_REF && (g.b_batch == g.batch || g.b_batch == 1)) {
+        qkv_gemm_batched(trans_a, trans_b, g.batch, g.M, g.N, g.K, 1, qkv__data(a), g.a_cols, a_size, qkv__data(b),
+                         g.b_cols, g.b_batch == 1 ? 0 : b_size, 0, qkv__data(c), g.N, g.M * g.N);
+    } else {
+        gemm_fn gemm = pick_gemm(ctx);
+        for (int64_t s = 0; s < g.batch; s++)
+            gemm(trans_a, trans_b, g.M, g.N, g.K, 1, qkv__data(a) + s * a_size, g.a_cols,
+                 qkv__data(b) + (s % g.b_batch) * b_size, g.b_cols, 0, qkv__data(c) + s * g.M * g.N, g.N);
+    }
     qkv_tape_entry *e = qkv__record(ctx, &matmul_op, c, 2, (qkv_tensor *[]){a, b});
     if (e) {
         e->i[0] = trans_a;

@@ -48,6 +48,42 @@ TEST(gemm_blocked_is_identical_across_thread_counts) {
     free(a), free(b), free(c1), free(c2);
 }
 
+/* qkv_gemm_batched: each product has exactly the bits of qkv_gemm on the same operands, with 1
+ * and 2 threads, for small products (spread over threads), large ones (tiled one by one), a
+ * shared B (stride 0), transposes, beta != 0 and k = 0. */
+TEST(gemm_batched_equals_gemm_per_item_any_thread_count) {
+    const int64_t cases[][4] = {{12, 9, 7, 5}, {5, 32, 32, 64}, {3, 300, 129, 80}, {4, 6, 5, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        for (int t = 0; t < 8; t++) {
+            const int64_t batch = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
+            const bool ta = t & 1, tb = t & 2, shared_b = t & 4;
+            const int64_t lda = ta ? m : k, ldb = tb ? k : n, sa = m * k, sb = shared_b ? 0 : k * n, sc = m * n;
+            const size_t na = (size_t)(batch * sa + 1), nb = (size_t)((shared_b ? 1 : batch) * k * n + 1),
+                         nc = (size_t)(batch * sc);
+            qkv_real *a = malloc(sizeof(qkv_real) * na), *b = malloc(sizeof(qkv_real) * nb);
+            qkv_real *c0 = malloc(sizeof(qkv_real) * nc), *c1 = malloc(sizeof(qkv_real) * nc),
+                     *c2 = malloc(sizeof(qkv_real) * nc);
+            tu_fill_uniform(a, (int64_t)na, -1, 1, 11);
+            tu_fill_uniform(b, (int64_t)nb, -1, 1, 12);
+            tu_fill_uniform(c0, (int64_t)nc, -1, 1, 13);
+            memcpy(c1, c0, sizeof(qkv_real) * nc);
+            memcpy(c2, c0, sizeof(qkv_real) * nc);
+            const qkv_real alpha = (qkv_real)0.75, beta = (qkv_real)(t == 5 ? 0 : 0.5);
+            for (int64_t i = 0; i < batch; i++)
+                qkv_gemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c0 + i * sc, n);
+            const int saved = qkv_get_num_threads();
+            qkv_set_num_threads(1);
+            qkv_gemm_batched(ta, tb, batch, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c1, n, sc);
+            qkv_set_num_threads(2);
+            qkv_gemm_batched(ta, tb, batch, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c2, n, sc);
+            qkv_set_num_threads(saved);
+            CHECK_MSG(memcmp(c0, c1, sizeof(qkv_real) * nc) == 0 && memcmp(c0, c2, sizeof(qkv_real) * nc) == 0,
+                      "batched gemm %lldx(%lldx%lldx%lld) case %d differs from qkv_gemm", (long long)batch,
+                      (long long)m, (long long)n, (long long)k, t);
+            free(a), free(b), free(c0), free(c1), free(c2);
+        }
+}
+
 TEST(linear_forward_closed_form) {
     qkv_ctx *ctx = tu_ctx();
     /* x = [[1, 2]], W = [[1, 0], [0, 1], [1, 1]], b = [0.5, -1, 0] -> [1.5, 1, 3] */

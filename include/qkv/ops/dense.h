@@ -22,6 +22,15 @@ QKV_API qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool 
 QKV_API void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
                       const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb,
                       qkv_real beta, qkv_real *c, int64_t ldc);
+/* `batch` independent products C_s = alpha op(A_s) op(B_s) + beta C_s with A_s = a + s stride_a,
+ * B_s = b + s stride_b (stride 0: one B shared by all), C_s = c + s stride_c; the C_s must not
+ * overlap. Small products are spread over OpenMP threads, one single-threaded GEMM each; large
+ * ones run one after the other through qkv_gemm. Either way each C_s gets the bits qkv_gemm gives
+ * on the same operands, whatever the thread count. */
+QKV_API void qkv_gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                              qkv_real alpha, const qkv_real *a, int64_t lda, int64_t stride_a,
+                              const qkv_real *b, int64_t ldb, int64_t stride_b, qkv_real beta, qkv_real *c,
+                              int64_t ldc, int64_t stride_c);
 QKV_API void qkv_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                           qkv_real alpha, const qkv_real *a, int64_t lda, const qkv_real *b,
                           int64_t ldb, qkv_real beta, qkv_real *c, int64_t ldc);

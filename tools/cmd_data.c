@@ -1,9 +1,14 @@
 /*
  * cmd_data.c: `qkv data`: the data sets of docs/data.md.
  *
- *   qkv data prepare [g2p|brown|digits|all]... [--cache DIR] [--out DIR]
+ *   qkv data prepare [g2p|brown|digits|spam|all]... [--cache DIR] [--out DIR] [--max-tokens N]
  *       Convert the sources fetched by scripts/fetch_data.sh (DIR data/cache) into the split
- *       files (DIR data: data/g2p, data/brown, data/digits) and print their counts.
+ *       files (DIR data: data/g2p, data/brown, data/digits, data/spam) and print their counts.
+ *   qkv data baseline spam [--data DIR] [--alpha A]
+ *   qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]
+ *       Train a multinomial naive Bayes on a labeled file and print its accuracy (and precision,
+ *       recall, F1 of the positive label) on each evaluation file: the reference figure of a
+ *       classification task. `spam` means data/spam/spam.{train,dev,test}.tsv, positive spam.
  *   qkv data check pairs|tagged|labeled FILE...
  *       Read split files with the library's validating readers and print examples, symbols,
  *       distinct symbols and the longest example per field.
@@ -19,21 +24,32 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: qkv data prepare [g2p|brown|digits|all]... [--cache DIR] [--out DIR]\n"
-               "       qkv data check pairs|tagged|labeled FILE...\n\n"
-               "prepare: convert the sources that scripts/fetch_data.sh put in DIR (default\n"
-               "  data/cache) into the train/dev/test files of docs/data.md under DIR (default\n"
-               "  data): g2p/cmudict[.nostress].{train,dev,test}.tsv, brown/brown.{split}.tsv and\n"
-               "  .ids, digits/digits.{split}.tsv. Splits follow fnv1a32(key) %% 100.\n"
-               "check: read files with the validating readers (problems are reported as\n"
-               "  FILE:LINE: problem) and print their examples and symbols.\n\n"
-               "example:\n"
-               "  $ scripts/fetch_data.sh g2p && qkv data prepare g2p\n"
-               "  g2p: data/cache/cmudict/package/index.js -> data/g2p\n"
-               "    135155 entries, 0 skipped, 22 comments removed\n"
-               "                              train      dev     test\n"
-               "    words                    110863     2537    12646\n"
-               "    ...\n");
+    fprintf(f,
+            "usage: qkv data prepare [g2p|brown|digits|spam|all]... [--cache DIR] [--out DIR]\n"
+            "                        [--max-tokens N]\n"
+            "       qkv data baseline spam [--data DIR] [--alpha A]\n"
+            "       qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]\n"
+            "       qkv data check pairs|tagged|labeled FILE...\n\n"
+            "prepare: convert the sources that scripts/fetch_data.sh put in DIR (default\n"
+            "  data/cache) into the train/dev/test files of docs/data.md under DIR (default\n"
+            "  data): g2p/cmudict[.nostress].{train,dev,test}.tsv, brown/brown.{split}.tsv and\n"
+            "  .ids, digits/digits.{split}.tsv, spam/spam.{split}.tsv and .ids (the first N\n"
+            "  tokens of each message, --max-tokens, default %d). Splits follow\n"
+            "  fnv1a32(key) %% 100.\n"
+            "baseline: multinomial naive Bayes (bag of words, Laplace smoothing alpha, default\n"
+            "  1) trained on the labeled file TRAIN, scored on each EVAL file: accuracy, and\n"
+            "  precision / recall / F1 of the positive label. 'spam' trains on\n"
+            "  DIR/spam/spam.train.tsv (DIR default data) and scores dev and test.\n"
+            "check: read files with the validating readers (problems are reported as\n"
+            "  FILE:LINE: problem) and print their examples and symbols.\n\n"
+            "example:\n"
+            "  $ scripts/fetch_data.sh g2p && qkv data prepare g2p\n"
+            "  g2p: data/cache/cmudict/package/index.js -> data/g2p\n"
+            "    135155 entries, 0 skipped, 22 comments removed\n"
+            "                              train      dev     test\n"
+            "    words                    110863     2537    12646\n"
+            "    ...\n",
+            QKV_SPAM_MAX_TOKENS);
 }
 
 /* The library's message without its " [file.c:line]" suffix. */
@@ -59,7 +75,7 @@ static char *join(const char *a, const char *b) {
     return p;
 }
 
-static int prepare_one(const char *what, const char *cache, const char *out) {
+static int prepare_one(const char *what, const char *cache, const char *out, int64_t max_tokens) {
     qkv_prepare_counts c;
     qkv_status st;
     char *src = NULL, *dst = NULL;
@@ -99,6 +115,32 @@ static int prepare_one(const char *what, const char *cache, const char *out) {
                    (long long)c.n_tgt_symbols, (long long)c.n_tgt_symbols_ns,
                    (long long)c.max_src_len);
         }
+    } else if (!strcmp(what, "spam")) {
+        src = join(cache, "spam/package/data");
+        dst = join(out, "spam");
+        if (!src || !dst) goto oom;
+        printf("spam: %s -> %s\n", src, dst);
+        st = qkv_prepare_spam(src, dst, max_tokens, &c);
+        if (!st) {
+            printf("    %lld messages: %lld without any token (skipped), %lld duplicates dropped "
+                   "(%lld with the other label), %lld cut to %lld tokens\n",
+                   (long long)c.source_entries, (long long)c.skipped, (long long)c.duplicates,
+                   (long long)c.dup_conflicts, (long long)c.truncated, (long long)max_tokens);
+            printf("    %-24s %8s %8s %8s\n", "", "train", "dev", "test");
+            row("messages", c.items);
+            int64_t ham[3], spam[3];
+            for (int s = 0; s < 3; s++)
+                ham[s] = c.per_class[s][0], spam[s] = c.per_class[s][1];
+            row("ham", ham);
+            row("spam", spam);
+            row("tokens", c.units);
+            printf("    tokens per message before the cut: 10%% %lld, 25%% %lld, median %lld, "
+                   "75%% %lld, 90%% %lld, 99%% %lld, longest %lld\n",
+                   (long long)c.length_pct[0], (long long)c.length_pct[1],
+                   (long long)c.length_pct[2], (long long)c.length_pct[3],
+                   (long long)c.length_pct[4], (long long)c.length_pct[5],
+                   (long long)c.max_src_len);
+        }
     } else {
         src = join(cache, "digits.csv");
         dst = join(out, "digits");
@@ -134,8 +176,10 @@ oom:
 
 static int cmd_prepare(int argc, char **argv) {
     const char *cache = "data/cache", *out = "data";
-    bool want[3] = {false, false, false};
-    static const char *const names[3] = {"g2p", "brown", "digits"};
+    int64_t max_tokens = QKV_SPAM_MAX_TOKENS;
+    enum { N_SETS = 4 };
+    bool want[N_SETS] = {false, false, false, false};
+    static const char *const names[N_SETS] = {"g2p", "brown", "digits", "spam"};
     int n_want = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -151,14 +195,27 @@ static int cmd_prepare(int argc, char **argv) {
                 cache = argv[++i];
             else
                 out = argv[++i];
+        } else if (!strcmp(a, "--max-tokens")) {
+            char *end = NULL;
+            long long v = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !*argv[i + 1] || *end || v < 1 || v > 1000000) {
+                fprintf(stderr,
+                        "qkv data prepare: --max-tokens needs an integer in 1..1000000%s%s%s\n",
+                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? argv[i + 1] : "",
+                        i + 1 < argc ? "')" : "");
+                return 2;
+            }
+            max_tokens = v;
+            i++;
         } else if (!strcmp(a, "all")) {
-            want[0] = want[1] = want[2] = true;
+            for (int k = 0; k < N_SETS; k++)
+                want[k] = true;
             n_want++;
         } else {
             int k = 0;
-            while (k < 3 && strcmp(a, names[k]))
+            while (k < N_SETS && strcmp(a, names[k]))
                 k++;
-            if (k == 3) {
+            if (k == N_SETS) {
                 fprintf(stderr, "qkv data prepare: unknown data set or option '%s'\n", a);
                 usage(stderr);
                 return 2;
@@ -167,10 +224,12 @@ static int cmd_prepare(int argc, char **argv) {
             n_want++;
         }
     }
-    if (!n_want) want[0] = want[1] = want[2] = true;
+    if (!n_want)
+        for (int k = 0; k < N_SETS; k++)
+            want[k] = true;
     int rc = 0;
-    for (int k = 0; k < 3; k++)
-        if (want[k] && prepare_one(names[k], cache, out)) rc = 1;
+    for (int k = 0; k < N_SETS; k++)
+        if (want[k] && prepare_one(names[k], cache, out, max_tokens)) rc = 1;
     return rc;
 }
 
@@ -243,6 +302,136 @@ static int cmd_check(int argc, char **argv) {
     return rc;
 }
 
+/* Train on argv-given files and score; returns the exit status. */
+static int baseline_run(const char *train_path, const char *const *eval, int n_eval, double alpha,
+                        const char *positive) {
+    qkv_corpus *train = NULL;
+    qkv_nb *m = NULL;
+    if (qkv_corpus_read(QKV_CORPUS_LABELED, train_path, NULL, &train) ||
+        qkv_nb_train(train, alpha, &m)) {
+        print_error("qkv data baseline: ");
+        qkv_corpus_free(train);
+        return 1;
+    }
+    int32_t pos = -1;
+    if (positive) {
+        pos = qkv_nb_class_index(m, positive, strlen(positive));
+        if (pos < 0) {
+            fprintf(stderr, "qkv data baseline: --positive %s is not a label of %s\n", positive,
+                    train_path);
+            qkv_nb_free(m);
+            qkv_corpus_free(train);
+            return 1;
+        }
+    }
+    printf("multinomial naive Bayes, alpha %g: %s: %lld examples, %d classes (", alpha, train_path,
+           (long long)qkv_corpus_size(train), (int)qkv_nb_num_classes(m));
+    for (int32_t k = 0; k < qkv_nb_num_classes(m); k++)
+        printf("%s%s", k ? " " : "", qkv_nb_class_name(m, k));
+    printf("), %d distinct tokens\n", (int)qkv_nb_vocab_size(m));
+    qkv_corpus_free(train);
+    int rc = 0;
+    for (int f = 0; f < n_eval && !rc; f++) {
+        qkv_corpus *c = NULL;
+        if (qkv_corpus_read(QKV_CORPUS_LABELED, eval[f], NULL, &c)) {
+            print_error("qkv data baseline: ");
+            rc = 1;
+            break;
+        }
+        qkv_accuracy acc = {0};
+        qkv_prf prf = {0};
+        for (int64_t i = 0; i < qkv_corpus_size(c) && !rc; i++) {
+            int32_t pred;
+            size_t len;
+            const char *label = qkv_corpus_symbol(c, i, QKV_FIELD_TGT, 0, &len);
+            int32_t gold = qkv_nb_class_index(m, label, len); /* -1: a label unseen in training */
+            if (qkv_nb_predict(m, c, i, &pred, NULL)) {
+                print_error("qkv data baseline: ");
+                rc = 1;
+            }
+            qkv_accuracy_add(&acc, &pred, &gold, 1, -2);
+            if (pos >= 0) qkv_prf_add(&prf, &pred, &gold, 1, pos);
+        }
+        if (!rc) {
+            printf("  %s: %lld examples, accuracy %.2f%% (%lld correct)", eval[f],
+                   (long long)acc.total, 100.0 * qkv_accuracy_rate(&acc), (long long)acc.correct);
+            if (pos >= 0)
+                printf("; %s: precision %.2f%% recall %.2f%% F1 %.2f%% (tp %lld, fp %lld, fn %lld)",
+                       positive, 100.0 * qkv_precision(&prf), 100.0 * qkv_recall(&prf),
+                       100.0 * qkv_f1(&prf), (long long)prf.tp, (long long)prf.fp,
+                       (long long)prf.fn);
+            printf("\n");
+        }
+        qkv_corpus_free(c);
+    }
+    qkv_nb_free(m);
+    return rc;
+}
+
+static int cmd_baseline(int argc, char **argv) {
+    const char *data = "data", *positive = NULL;
+    double alpha = 1.0;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    int n_files = 0;
+    if (!files) {
+        fprintf(stderr, "qkv data baseline: out of memory\n");
+        return 1;
+    }
+    int rc = -1;
+    for (int i = 1; i < argc && rc < 0; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            rc = 0;
+        } else if (!strcmp(a, "--data") || !strcmp(a, "--positive") || !strcmp(a, "--alpha")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "qkv data baseline: %s needs a value\n", a);
+                rc = 2;
+            } else if (!strcmp(a, "--data")) {
+                data = argv[++i];
+            } else if (!strcmp(a, "--positive")) {
+                positive = argv[++i];
+            } else {
+                char *end = NULL;
+                alpha = strtod(argv[++i], &end);
+                if (!*argv[i] || *end || !(alpha > 0) || alpha > 1e6) {
+                    fprintf(stderr,
+                            "qkv data baseline: --alpha needs a number in (0, 1e6] (got '%s')\n",
+                            argv[i]);
+                    rc = 2;
+                }
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "qkv data baseline: unknown option '%s'\n", a);
+            rc = 2;
+        } else {
+            files[n_files++] = a;
+        }
+    }
+    if (rc < 0 && n_files == 1 && !strcmp(files[0], "spam")) {
+        char *p[3] = {join(data, "spam/spam.train.tsv"), join(data, "spam/spam.dev.tsv"),
+                      join(data, "spam/spam.test.tsv")};
+        if (p[0] && p[1] && p[2]) {
+            const char *eval[2] = {p[1], p[2]};
+            rc = baseline_run(p[0], eval, 2, alpha, positive ? positive : "spam");
+        } else {
+            fprintf(stderr, "qkv data baseline: out of memory\n");
+            rc = 1;
+        }
+        for (int k = 0; k < 3; k++)
+            free(p[k]);
+    } else if (rc < 0 && n_files >= 2) {
+        rc = baseline_run(files[0], files + 1, n_files - 1, alpha, positive);
+    } else if (rc < 0) {
+        fprintf(stderr, "qkv data baseline: give 'spam', or a training file and evaluation "
+                        "files\n");
+        usage(stderr);
+        rc = 2;
+    }
+    free(files);
+    return rc;
+}
+
 int qkv_cmd_data(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -255,7 +444,8 @@ int qkv_cmd_data(int argc, char **argv) {
     }
     if (!strcmp(sub, "prepare")) return cmd_prepare(argc - 1, argv + 1);
     if (!strcmp(sub, "check")) return cmd_check(argc - 1, argv + 1);
-    fprintf(stderr, "qkv data: unknown subcommand '%s' (prepare, check)\n", sub);
+    if (!strcmp(sub, "baseline")) return cmd_baseline(argc - 1, argv + 1);
+    fprintf(stderr, "qkv data: unknown subcommand '%s' (prepare, baseline, check)\n", sub);
     usage(stderr);
     return 2;
 }

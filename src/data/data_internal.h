@@ -52,6 +52,15 @@ bool qkv__parse_uint(const char *s, size_t len, int64_t max, int64_t *out);
  * surrogates and code points above U+10FFFF are malformed). */
 int qkv__utf8_char_len(const unsigned char *s, size_t n);
 
+/* ---- e-mail (the spam data set) ---- */
+
+/* The Subject and the decoded body text of an RFC 5322 message, each followed by '\n', appended
+ * to out (mail_text.c has the rules). Out of memory sets out->oom. */
+void qkv__mail_text(const char *msg, size_t len, qkv__buf *out);
+/* Tokenize text[0, len) (mail_tokens.c has the rules): the first max_tokens tokens are appended
+ * to out, separated by single spaces; returns the number of tokens in the whole text. */
+int64_t qkv__mail_tokens(const char *text, size_t len, int64_t max_tokens, qkv__buf *out);
+
 /* ---- vocabulary internals shared with the converters ---- */
 
 /* Id of sym[0, len) with its FNV-1a hash precomputed, or -1. */

@@ -8,6 +8,9 @@
  * closest reference minimises the distance to the hypothesis (ties: the shorter reference, then
  * the first); the word is an error when that distance is > 0; PER sums the distances over the
  * sums of the closest references' lengths.
+ *
+ * Detection of one positive class: precision tp / (tp + fp), recall tp / (tp + fn), F1 their
+ * harmonic mean 2 tp / (2 tp + fp + fn); each 0 when its denominator is.
  */
 #include "data_internal.h"
 
@@ -135,4 +138,26 @@ void qkv_accuracy_add(qkv_accuracy *a, const int32_t *pred, const int32_t *gold,
 
 double qkv_accuracy_rate(const qkv_accuracy *a) {
     return a && a->total ? (double)a->correct / (double)a->total : 0.0;
+}
+
+void qkv_prf_add(qkv_prf *m, const int32_t *pred, const int32_t *gold, int64_t n,
+                 int32_t positive) {
+    if (!m || !pred || !gold) return;
+    for (int64_t i = 0; i < n; i++) {
+        m->tp += pred[i] == positive && gold[i] == positive;
+        m->fp += pred[i] == positive && gold[i] != positive;
+        m->fn += pred[i] != positive && gold[i] == positive;
+    }
+}
+
+double qkv_precision(const qkv_prf *m) {
+    return m->tp + m->fp ? (double)m->tp / (double)(m->tp + m->fp) : 0.0;
+}
+
+double qkv_recall(const qkv_prf *m) {
+    return m->tp + m->fn ? (double)m->tp / (double)(m->tp + m->fn) : 0.0;
+}
+
+double qkv_f1(const qkv_prf *m) { /* 2 P R / (P + R) = 2 tp / (2 tp + fp + fn) */
+    return m->tp ? 2.0 * (double)m->tp / (double)(2 * m->tp + m->fp + m->fn) : 0.0;
 }

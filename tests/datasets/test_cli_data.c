@@ -1,5 +1,6 @@
 /* test_cli_data.c: the `qkv data` command (tools/cmd_data.c) run as a process: prepare on a
- * miniature source tree, check on good and malformed files, exit codes and messages. */
+ * miniature source tree, check on good and malformed files, the naive Bayes baseline on files
+ * small enough to score by hand, exit codes and messages. */
 #include "data_testutil.h"
 
 #include <stdio.h>
@@ -99,5 +100,89 @@ TEST(cli_data_prepare_and_check) {
     free(cache);
     free(cmu);
     free(pkg);
+    dt_rmtree(dir);
+}
+
+TEST(cli_data_spam_prepare_and_baseline) {
+    if (access(QKV_CLI_PATH, X_OK) != 0) SKIP("the qkv CLI is not built");
+    char *dir = dt_tmpdir();
+    static const char *const folders[5] = {"easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1",
+                                           "spam-2"};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cache", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/cache/spam", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/cache/spam/package", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/cache/spam/package/data", dir);
+    mkdir(path, 0777);
+    for (int f = 0; f < 5; f++) {
+        char *p = dt_join(path, folders[f]);
+        mkdir(p, 0777);
+        char msg[128];
+        snprintf(msg, sizeof msg, "Subject: Note %d\n\nBody of message %d, folder %s.\n", f, f,
+                 folders[f]);
+        CHECK(dt_write(p, "00001.a.txt", msg, -1));
+        free(p);
+    }
+    /* keys easy-ham-1/00001.a 15, easy-ham-2/00001.a 78, hard-ham-1/00001.a 92, spam-1/00001.a
+     * 59, spam-2/00001.a 26: test holds hard-ham-1, dev nothing */
+    char args[2048];
+    snprintf(args, sizeof args,
+             "data prepare spam --cache '%s/cache' --out '%s/out' --max-tokens 4", dir, dir);
+    run_result r = run(dir, args);
+    CHECK_MSG(r.code == 0, "exit %d: %s", r.code, r.err);
+    CHECK_MSG(strstr(r.out, "5 messages: 0 without any token (skipped), 0 duplicates dropped (0 "
+                            "with the other label), 5 cut to 4 tokens"),
+              "%s", r.out);
+    done(&r);
+    char *spam = dt_join(dir, "out/spam");
+    DT_CHECK_FILE(spam, "spam.test.tsv", "ham\tnote 2 body of\n");
+    DT_CHECK_FILE(spam, "spam.dev.tsv", "");
+    /* baseline on hand-made files: "buy" -> spam (P(buy|spam) 2/6 > P(buy|ham) 1/6), "hello" ->
+     * ham; the third line is a ham predicted spam; the test line has only unseen tokens: equal
+     * priors, the tie goes to the first class, ham (right) */
+    CHECK(dt_write(spam, "spam.train.tsv", "spam\tbuy now\nham\thello there\n", -1));
+    CHECK(dt_write(spam, "spam.dev.tsv", "spam\tbuy\nham\thello\nham\tbuy\n", -1));
+    snprintf(args, sizeof args, "data baseline spam --data '%s/out'", dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 0, "exit %d: %s", r.code, r.err);
+    CHECK_MSG(strstr(r.out, "2 examples, 2 classes (ham spam), 4 distinct tokens\n") &&
+                  strstr(r.out, "spam.dev.tsv: 3 examples, accuracy 66.67% (2 correct); spam: "
+                                "precision 50.00% recall 100.00% F1 66.67% (tp 1, fp 1, fn 0)\n") &&
+                  strstr(r.out, "spam.test.tsv: 1 examples, accuracy 100.00% (1 correct)"),
+              "%s", r.out);
+    done(&r);
+    /* the general form, a positive label that does not exist, a bad alpha, a missing source */
+    snprintf(args, sizeof args, "data baseline '%s/spam.train.tsv' '%s/spam.dev.tsv'", spam, spam);
+    r = run(dir, args);
+    CHECK(r.code == 0 && strstr(r.out, "accuracy 66.67%") && !strstr(r.out, "precision"));
+    done(&r);
+    snprintf(args, sizeof args,
+             "data baseline '%s/spam.train.tsv' '%s/spam.dev.tsv' --positive eggs", spam, spam);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && strstr(r.err, "--positive eggs is not a label of"), "%s", r.err);
+    done(&r);
+    r = run(dir, "data baseline spam --alpha 0");
+    CHECK(r.code == 2 && strstr(r.err, "--alpha needs a number in (0, 1e6] (got '0')"));
+    done(&r);
+    r = run(dir, "data baseline onlyone.tsv");
+    CHECK(r.code == 2 && strstr(r.err, "give 'spam', or a training file and evaluation files"));
+    done(&r);
+    snprintf(args, sizeof args, "data baseline spam --data '%s/nowhere'", dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && strstr(r.err, "nowhere/spam/spam.train.tsv"), "%s", r.err);
+    done(&r);
+    r = run(dir, "data prepare spam --max-tokens 0");
+    CHECK(r.code == 2 && strstr(r.err, "--max-tokens needs an integer in 1..1000000 (got '0')"));
+    done(&r);
+    snprintf(args, sizeof args, "data prepare spam --cache '%s/nowhere' --out '%s/out'", dir, dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && strstr(r.err, "cannot open the directory") &&
+                  strstr(r.err, "scripts/fetch_data.sh spam"),
+              "exit %d: %s", r.code, r.err);
+    done(&r);
+    free(spam);
     dt_rmtree(dir);
 }

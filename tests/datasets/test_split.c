@@ -1,6 +1,6 @@
 /* test_split.c: the FNV-1a split rule (src/data/split.c) against published FNV test vectors and
- * values computed from the formula, and the shipped split files (data/g2p, data/digits) against
- * the counts of docs/data.md section "Counts" and the split rule. */
+ * values computed from the formula, and the shipped split files (data/g2p, data/digits, data/spam)
+ * against the counts of docs/data.md sections "Counts" and "Spam vs ham" and the split rule. */
 #include "data_testutil.h"
 
 #include <stdlib.h>
@@ -134,5 +134,63 @@ TEST(data_shipped_digits_splits) {
     }
     char *lic = dt_read(dt_repo_root(), "data/digits/LICENSE.digits", NULL);
     CHECK(lic && strstr(lic, "BSD-3-Clause") && strstr(lic, "Scikit-Learn Developers"));
+    free(lic);
+}
+
+/* A spam-file token: [a-z0-9']+ or one of ! $ ? <url> <email> <num> (docs/data.md). */
+static bool spam_token_ok(const char *t, size_t n) {
+    if (n == 1 && (t[0] == '!' || t[0] == '$' || t[0] == '?')) return true;
+    if ((n == 5 && !memcmp(t, "<url>", 5)) || (n == 7 && !memcmp(t, "<email>", 7)) ||
+        (n == 5 && !memcmp(t, "<num>", 5)))
+        return true;
+    for (size_t k = 0; k < n; k++)
+        if (!((t[k] >= 'a' && t[k] <= 'z') || (t[k] >= '0' && t[k] <= '9') || t[k] == '\''))
+            return false;
+    return n > 0 && t[0] != '\'' && t[n - 1] != '\'';
+}
+
+TEST(data_shipped_spam_splits) {
+    /* docs/data.md "Spam vs ham": messages 4,692 / 562 / 594, of which ham 3,282 / 406 / 417;
+     * tokens 740,870 / 87,789 / 97,009; at most 256 tokens; no text twice in the three files */
+    static const char *const files[3] = {"data/spam/spam.train.tsv", "data/spam/spam.dev.tsv",
+                                         "data/spam/spam.test.tsv"};
+    const int64_t messages[3] = {4692, 562, 594}, ham[3] = {3282, 406, 417},
+                  tokens[3] = {740870, 87789, 97009};
+    qkv_vocab *texts;
+    CHECK_OK(qkv_vocab_new(&texts));
+    int64_t dups = 0;
+    for (int s = 0; s < 3; s++) {
+        qkv_corpus *c = shipped(QKV_CORPUS_LABELED, files[s]);
+        if (!c) continue;
+        int64_t n_ham = 0, n_spam = 0, n_tok = 0, longest = 0, bad = 0;
+        for (int64_t i = 0; i < qkv_corpus_size(c); i++) {
+            size_t len;
+            const char *label = qkv_corpus_symbol(c, i, QKV_FIELD_TGT, 0, &len);
+            n_ham += len == 3 && !memcmp(label, "ham", 3);
+            n_spam += len == 4 && !memcmp(label, "spam", 4);
+            int64_t n = qkv_corpus_length(c, i, QKV_FIELD_SRC);
+            n_tok += n;
+            if (n > longest) longest = n;
+            for (int64_t k = 0; k < n; k++) {
+                const char *t = qkv_corpus_symbol(c, i, QKV_FIELD_SRC, k, &len);
+                bad += !spam_token_ok(t, len);
+            }
+            const char *text = qkv_corpus_key(c, i, &len);
+            int32_t before = qkv_vocab_size(texts);
+            CHECK_OK(qkv_vocab_add(texts, text, len, NULL));
+            dups += qkv_vocab_size(texts) == before;
+        }
+        CHECK_MSG(qkv_corpus_size(c) == messages[s] && n_ham == ham[s] &&
+                      n_spam == messages[s] - ham[s],
+                  "%s: %lld messages, %lld ham, %lld spam", files[s], (long long)qkv_corpus_size(c),
+                  (long long)n_ham, (long long)n_spam);
+        CHECK_MSG(n_tok == tokens[s], "%s: %lld tokens", files[s], (long long)n_tok);
+        CHECK(longest == 256 && bad == 0);
+        qkv_corpus_free(c);
+    }
+    CHECK_MSG(dups == 0, "%lld texts appear twice", (long long)dups);
+    qkv_vocab_free(texts);
+    char *lic = dt_read(dt_repo_root(), "data/spam/LICENSE.spam", NULL);
+    CHECK(lic && strstr(lic, "Public Domain") && strstr(lic, "Creative Commons Zero v1.0"));
     free(lic);
 }

@@ -191,6 +191,20 @@ qkv_status qkv__write_file_atomic(const char *who, const char *path, const void 
 /* fsync the directory holding path (after a rename), best effort. */
 void qkv__fsync_parent_dir(const char *path);
 
+/* Linear layers (src/ops/dense.c), shared with the fused ops built on them.
+ * qkv__linear_compute: validate (messages name op), make the operands contiguous (updating the
+ * pointers) and return y = x W^T + b without recording anything.
+ * qkv__linear_grads: dx += dy W, dW += dy^T x, db += sum_rows dy for the gradients that exist. */
+qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qkv_tensor **weight,
+                                qkv_tensor **bias);
+void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy);
+
+/* A buffer for backward-only temporaries, from the pool of released gradient buffers when one
+ * of that size is free (else the arena); qkv__grad_scratch_release returns it to the pool.
+ * Contents are undefined. NULL with the context's error set when out of memory. */
+qkv_real *qkv__grad_scratch(qkv_ctx *ctx, size_t bytes);
+void qkv__grad_scratch_release(qkv_ctx *ctx, void *p, size_t bytes);
+
 /* Row-major contiguous strides for t's shape. */
 void qkv__set_contiguous_strides(qkv_tensor *t);
 

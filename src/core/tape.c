@@ -100,13 +100,24 @@ static void *take_spare_grad(qkv_ctx *ctx, size_t bytes) {
     return NULL;
 }
 
-static void release_grad(qkv_ctx *ctx, qkv_tensor *t) {
-    if (t->base || !t->grad || ctx->n_spare_grads == QKV_SPARE_GRADS) return;
-    const size_t bytes = (size_t)qkv_tensor_numel(t) * sizeof(qkv_real);
-    if (ctx->arena.poison) memset(t->grad, 0xFF, bytes); /* a stale read shows up as NaN */
-    ctx->spare_grads[ctx->n_spare_grads].data = t->grad;
+void qkv__grad_scratch_release(qkv_ctx *ctx, void *p, size_t bytes) {
+    if (!p || ctx->n_spare_grads == QKV_SPARE_GRADS) return;
+    if (ctx->arena.poison) memset(p, 0xFF, bytes); /* a stale read shows up as NaN */
+    ctx->spare_grads[ctx->n_spare_grads].data = p;
     ctx->spare_grads[ctx->n_spare_grads].bytes = bytes;
     ctx->n_spare_grads++;
+}
+
+qkv_real *qkv__grad_scratch(qkv_ctx *ctx, size_t bytes) {
+    void *p = take_spare_grad(ctx, bytes);
+    if (!p) p = qkv__arena_alloc(&ctx->arena, bytes);
+    if (!p) QKV_FAIL(ctx, QKV_ERR_OOM, "backward: out of memory for a temporary (%zu bytes)", bytes);
+    return p;
+}
+
+static void release_grad(qkv_ctx *ctx, qkv_tensor *t) {
+    if (t->base || !t->grad) return;
+    qkv__grad_scratch_release(ctx, t->grad, (size_t)qkv_tensor_numel(t) * sizeof(qkv_real));
     t->grad = NULL;
 }
 

@@ -91,11 +91,19 @@ static qkv_tensor *norm(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x) 
 }
 
 qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x) {
-    qkv_tensor *h = qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias); /* (B, T, F) */
+    qkv_tensor *h = NULL; /* (B, T, F) */
     switch (l->cfg.activation) {
-    case QKV_ACT_RELU: h = qkv_relu_dropout(ctx, h, l->cfg.dropout); break; /* fused: same bits */
-    case QKV_ACT_GELU: h = qkv_dropout(ctx, qkv_gelu(ctx, h, QKV_GELU_ERF), l->cfg.dropout); break;
-    case QKV_ACT_GELU_TANH: h = qkv_dropout(ctx, qkv_gelu(ctx, h, QKV_GELU_TANH), l->cfg.dropout); break;
+    case QKV_ACT_RELU: /* fused, the bits of linear + relu + dropout without the pre-activation */
+        h = qkv_linear_relu_dropout(ctx, x, l->linear1_weight, l->linear1_bias, l->cfg.dropout);
+        break;
+    case QKV_ACT_GELU:
+        h = qkv_gelu(ctx, qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias), QKV_GELU_ERF);
+        h = qkv_dropout(ctx, h, l->cfg.dropout);
+        break;
+    case QKV_ACT_GELU_TANH:
+        h = qkv_gelu(ctx, qkv_linear(ctx, x, l->linear1_weight, l->linear1_bias), QKV_GELU_TANH);
+        h = qkv_dropout(ctx, h, l->cfg.dropout);
+        break;
     }
     return qkv_linear(ctx, h, l->linear2_weight, l->linear2_bias); /* (B, T, C) */
 }

@@ -26,10 +26,8 @@ static bool fits_blas(qkv_ctx *ctx, const char *op, int64_t a, int64_t b, int64_
 
 /* ---- linear --------------------------------------------------------------------------------- */
 
-static void linear_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
-    qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;
+void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy) {
     const int64_t N = qkv__rows(x), I = qkv__last(x), O = w->shape[0];
-    const qkv_real *dy = (const qkv_real *)e->out->grad; /* (N, O) */
     gemm_fn gemm = pick_gemm(ctx);
     qkv_real *dx = qkv__grad(ctx, x);
     if (dx) gemm(false, false, N, I, O, 1, dy, O, qkv__data(w), I, 1, dx, I); /* (N,O)(O,I) */
@@ -41,37 +39,48 @@ static void linear_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
             for (int64_t o = 0; o < O; o++) db[o] += dy[r * O + o];
 }
 
+static void linear_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    qkv__linear_grads(ctx, e->in[0], e->in[1], e->n_in > 2 ? e->in[2] : NULL, (const qkv_real *)e->out->grad);
+}
+
 static const qkv_op_desc linear_op = {"linear", linear_backward};
 
-qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias) {
-    if (!QKV_OP_BEGIN(ctx, "linear", x, weight)) return NULL;
-    if (!qkv__check_real(ctx, "linear", x, "x") || !qkv__check_real(ctx, "linear", weight, "weight") ||
-        (bias && !qkv__check_real(ctx, "linear", bias, "bias")))
+qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qkv_tensor **weight,
+                                qkv_tensor **bias) {
+    if (!qkv__check_real(ctx, op, *x, "x") || !qkv__check_real(ctx, op, *weight, "weight") ||
+        (*bias && !qkv__check_real(ctx, op, *bias, "bias")))
         return NULL;
     char bx[96], bw[96], bb[96];
-    if (x->ndim < 1 || weight->ndim != 2 || weight->shape[1] != qkv__last(x) ||
-        (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0])))
-        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "linear: x %s, weight %s, bias %s do not fit y = x W^T + b",
-                        qkv_tensor_shape_str(x, bx, sizeof bx), qkv_tensor_shape_str(weight, bw, sizeof bw),
-                        qkv_tensor_shape_str(bias, bb, sizeof bb));
-    x = qkv__contig(ctx, x);
-    weight = qkv__contig(ctx, weight);
-    if (bias) bias = qkv__contig(ctx, bias);
-    if (!x || !weight || (ctx->status)) return NULL;
-    const int64_t N = qkv__rows(x), I = qkv__last(x), O = weight->shape[0];
-    if (!fits_blas(ctx, "linear", N, I, O)) return NULL;
+    if ((*x)->ndim < 1 || (*weight)->ndim != 2 || (*weight)->shape[1] != qkv__last(*x) ||
+        (*bias && ((*bias)->ndim != 1 || (*bias)->shape[0] != (*weight)->shape[0])))
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: x %s, weight %s, bias %s do not fit y = x W^T + b", op,
+                        qkv_tensor_shape_str(*x, bx, sizeof bx), qkv_tensor_shape_str(*weight, bw, sizeof bw),
+                        qkv_tensor_shape_str(*bias, bb, sizeof bb));
+    *x = qkv__contig(ctx, *x);
+    *weight = qkv__contig(ctx, *weight);
+    if (*bias) *bias = qkv__contig(ctx, *bias);
+    if (ctx->status) return NULL;
+    const int64_t N = qkv__rows(*x), I = qkv__last(*x), O = (*weight)->shape[0];
+    if (!fits_blas(ctx, op, N, I, O)) return NULL;
     int64_t shape[QKV_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
-    shape[x->ndim - 1] = O;
-    qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, x->ndim, shape); /* (..., O) */
+    for (int d = 0; d < (*x)->ndim; d++) shape[d] = (*x)->shape[d];
+    shape[(*x)->ndim - 1] = O;
+    qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, (*x)->ndim, shape); /* (..., O) */
     if (!y) return NULL;
     qkv_real *yd = qkv__data(y);
-    if (bias) {
-        const qkv_real *bd = qkv__data(bias);
+    if (*bias) {
+        const qkv_real *bd = qkv__data(*bias);
         for (int64_t r = 0; r < N; r++)
             for (int64_t o = 0; o < O; o++) yd[r * O + o] = bd[o];
     }
-    pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(weight), I, bias ? 1 : 0, yd, O);
+    pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(*x), I, qkv__data(*weight), I, *bias ? 1 : 0, yd, O);
+    return y;
+}
+
+qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias) {
+    if (!QKV_OP_BEGIN(ctx, "linear", x, weight)) return NULL;
+    qkv_tensor *y = qkv__linear_compute(ctx, "linear", &x, &weight, &bias);
+    if (!y) return NULL;
     qkv_tensor *in[3] = {x, weight, bias};
     qkv__record(ctx, &linear_op, y, bias ? 3 : 2, in);
     return y;

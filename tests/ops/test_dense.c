@@ -1,4 +1,5 @@
 /* test_dense.c: GEMM implementations against each other; linear / matmul / shape-op gradients. */
+#include "kernel_check.h"
 #include "testutil.h"
 
 static void gemm_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, qkv_real alpha, qkv_real beta) {
@@ -82,6 +83,76 @@ TEST(gemm_batched_equals_gemm_per_item_any_thread_count) {
                       (long long)m, (long long)n, (long long)k, t);
             free(a), free(b), free(c0), free(c1), free(c2);
         }
+}
+
+static qkv_tensor *linear_relu_dropout_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    qkv_ctx_set_training(ctx, true);
+    return qkv_linear_relu_dropout(ctx, in[0], in[1], in[2], *(double *)user);
+}
+
+/* The fused op against linear + relu_dropout (training, p = 0.3) and linear + relu (evaluation):
+ * the same output and the same gradients of x, W and b, bit for bit. */
+TEST(linear_relu_dropout_equals_the_unfused_ops) {
+    const int64_t N = 37, I = 19, O = 129;
+    qkv_tensor *x0 = tu_rand(2, (int64_t[]){N, I}, -1, 1, 91), *w0 = tu_rand(2, (int64_t[]){O, I}, -0.5, 0.5, 92);
+    qkv_tensor *b0 = tu_rand(1, (int64_t[]){O}, -0.2, 0.2, 93), *dy = tu_rand(2, (int64_t[]){N, O}, -1, 1, 94);
+    for (int training = 0; training < 2; training++) {
+        qkv_real *ref[4] = {NULL, NULL, NULL, NULL};
+        for (int fused = 0; fused < 2; fused++) {
+            qkv_ctx *ctx = tu_ctx();
+            qkv_ctx_set_training(ctx, training);
+            qkv_ctx_set_rng(ctx, 7, 3);
+            qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, x0->shape), *w = qkv_tensor_new(ctx, QKV_REAL, 2, w0->shape),
+                       *b = qkv_tensor_new(ctx, QKV_REAL, 1, b0->shape);
+            memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)(N * I));
+            memcpy(w->data, w0->data, sizeof(qkv_real) * (size_t)(O * I));
+            memcpy(b->data, b0->data, sizeof(qkv_real) * (size_t)O);
+            qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(w), qkv_tensor_requires_grad(b);
+            qkv_tensor *y = fused ? qkv_linear_relu_dropout(ctx, x, w, b, 0.3)
+                                  : qkv_relu_dropout(ctx, qkv_linear(ctx, x, w, b), 0.3);
+            CHECK_OK(qkv_backward_from(ctx, y, dy));
+            qkv_real *got[4] = {(qkv_real *)y->data, (qkv_real *)x->grad, (qkv_real *)w->grad, (qkv_real *)b->grad};
+            const int64_t len[4] = {N * O, N * I, O * I, O};
+            for (int i = 0; i < 4; i++) {
+                const size_t bytes = sizeof(qkv_real) * (size_t)len[i];
+                if (!fused) {
+                    ref[i] = malloc(bytes);
+                    memcpy(ref[i], got[i], bytes);
+                } else {
+                    CHECK_MSG(memcmp(ref[i], got[i], bytes) == 0, "training %d: tensor %d differs", training, i);
+                    free(ref[i]);
+                }
+            }
+            qkv_ctx_free(ctx);
+        }
+    }
+    qkv_ctx *ctx = tu_ctx();
+    CHECK(qkv_linear_relu_dropout(ctx, x0, w0, b0, -0.1) == NULL && strstr(qkv_last_error(), "linear_relu_dropout"));
+    qkv_ctx_free(ctx);
+    ctx = tu_ctx();
+    CHECK(qkv_linear_relu_dropout(ctx, dy, w0, b0, 0.1) == NULL && strstr(qkv_last_error(), "linear_relu_dropout: x"));
+    qkv_ctx_free(ctx);
+    tu_free(x0), tu_free(w0), tu_free(b0), tu_free(dy);
+}
+
+TEST(linear_relu_dropout_gradcheck_and_kernels) {
+    double p = 0.2;
+    qkv_tensor *in[3] = {tu_rand(3, (int64_t[]){2, 9, 13}, -1, 1, 95), tu_rand(2, (int64_t[]){70, 13}, -0.5, 0.5, 96),
+                         tu_rand(1, (int64_t[]){70}, -0.3, 0.3, 97)};
+    for (int i = 0; i < 3; i++) qkv_tensor_requires_grad(in[i]);
+    kc_check("linear_relu_dropout", linear_relu_dropout_fn, in, 3, &p);
+#ifdef QKV_DOUBLE
+    /* pre-activations stay away from ReLU's kink: small weights, a bias of magnitude >= 0.2 */
+    qkv_tensor *g[3] = {tu_rand(2, (int64_t[]){3, 4}, -0.1, 0.1, 98), tu_rand(2, (int64_t[]){5, 4}, -0.1, 0.1, 99),
+                        tu_rand(1, (int64_t[]){5}, 0.2, 1, 100)};
+    ((qkv_real *)g[2]->data)[1] *= -1, ((qkv_real *)g[2]->data)[3] *= -1;
+    for (int i = 0; i < 3; i++) qkv_tensor_requires_grad(g[i]);
+    tu_gradcheck_opts o = tu_gradcheck_default();
+    o.training = true;
+    tu_gradcheck("linear_relu_dropout", linear_relu_dropout_fn, g, 3, &p, &o);
+    for (int i = 0; i < 3; i++) tu_free(g[i]);
+#endif
+    for (int i = 0; i < 3; i++) tu_free(in[i]);
 }
 
 TEST(linear_forward_closed_form) {

@@ -10,6 +10,12 @@ extern "C" {
  * x (..., in), weight (out, in), bias (out) or NULL  ->  y (..., out). */
 QKV_API qkv_tensor *qkv_linear(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias);
 
+/* dropout(relu(x W^T + b), p) as one op: the bits of qkv_linear then qkv_relu_dropout (same
+ * random stream), without keeping the pre-activation (the ReLU and dropout run in place on the
+ * GEMM output; the backward needs only y). In evaluation mode (or p = 0) the dropout is off. */
+QKV_API qkv_tensor *qkv_linear_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_tensor *bias,
+                                            double p);
+
 /* c = op(a) op(b), op = transpose of the last two dims when the flag is set.
  * 2-D: a (M, K), b (K, N) -> (M, N). Batched (bmm): a (..., M, K), b (..., K, N) where b's
  * leading dims equal the trailing leading dims of a (broadcast over the rest): b (K, N) is

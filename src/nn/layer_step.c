@@ -26,7 +26,7 @@ static qkv_tensor *block_in(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor 
 /* The residual sum of sub-layer i with output f: x + drop(f), then norm_i in post-LN. */
 static qkv_tensor *block_out(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x,
                              qkv_tensor *f) {
-    qkv_tensor *sum = qkv_add(ctx, x, qkv_dropout(ctx, f, l->cfg.dropout));
+    qkv_tensor *sum = qkv_add_dropout(ctx, x, f, l->cfg.dropout);
     return l->cfg.norm_first ? sum : norm(ctx, l, i, sum);
 }
 

@@ -196,6 +196,53 @@ qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
     return y;
 }
 
+/* ---- residual + dropout ---------------------------------------------------------------------- */
+
+/* y = x + dropout(f, p): a residual connection around a dropped-out sub-layer output, with the
+ * bits of qkv_add(x, qkv_dropout(f, p)) (same random stream) but without keeping dropout(f).
+ * Backward: dx += dy, df += keep dy / (1 - p) with the mask regenerated from the stream. */
+static void add_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
+    const int64_t n = qkv_tensor_numel(e->out);
+    const qkv_real *dy = (const qkv_real *)e->out->grad;
+    qkv_real *dx = qkv__grad(ctx, e->in[0]), *df = qkv__grad(ctx, e->in[1]);
+    if (dx) qkv_elementwise_kernels_for(ctx)->scale(n, 1, dy, dx, true);
+    if (df)
+        qkv_elementwise_kernels_for(ctx)->dropout(n, e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1], (uint64_t)e->i[2],
+                                                  false, dy, df, true);
+}
+
+static const qkv_op_desc add_dropout_op = {"add_dropout", add_dropout_backward};
+
+qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p) {
+    if (!QKV_OP_BEGIN(ctx, "add_dropout", x, f)) return NULL;
+    if (!qkv__check_real(ctx, "add_dropout", x, "x") || !qkv__check_real(ctx, "add_dropout", f, "f")) return NULL;
+    if (!(p >= 0 && p < 1)) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "add_dropout: p = %g is not in [0, 1)", p);
+    if (!qkv_tensor_same_shape(x, f)) {
+        char bx[96], bf[96];
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "add_dropout: x %s and f %s differ in shape",
+                        qkv_tensor_shape_str(x, bx, sizeof bx), qkv_tensor_shape_str(f, bf, sizeof bf));
+    }
+    if (!ctx->training || p == 0) return qkv_add(ctx, x, f);
+    x = qkv__contig(ctx, x);
+    f = qkv__contig(ctx, f);
+    qkv_tensor *y = qkv__alloc_like(ctx, x);
+    if (!y) return NULL;
+    const int64_t n = qkv_tensor_numel(x);
+    const uint64_t stream = qkv__next_stream(ctx);
+    memcpy(qkv__data(y), qkv__data(x), sizeof(qkv_real) * (size_t)n);
+    /* y += keep ? f / (1 - p) : 0, i.e. x + dropout(f) with the same rounding */
+    qkv_elementwise_kernels_for(ctx)->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(y),
+                                              true);
+    qkv_tape_entry *e = qkv__record(ctx, &add_dropout_op, y, 2, (qkv_tensor *[]){x, f});
+    if (e) {
+        e->f[0] = p;
+        e->i[0] = (int64_t)ctx->seed;
+        e->i[1] = (int64_t)ctx->step;
+        e->i[2] = (int64_t)stream;
+    }
+    return y;
+}
+
 /* ---- reductions ----------------------------------------------------------------------------- */
 
 static void sum_backward(qkv_ctx *ctx, qkv_tape_entry *e) {

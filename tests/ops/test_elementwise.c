@@ -261,6 +261,58 @@ TEST(relu_dropout_gradcheck_and_kernels) {
 #endif
 }
 
+static qkv_tensor *add_dropout_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
+    qkv_ctx_set_training(ctx, true);
+    return qkv_add_dropout(ctx, in[0], in[1], *(double *)user);
+}
+
+/* x + dropout(f) fused against qkv_add(x, qkv_dropout(f)): the same bits forward and backward. */
+TEST(add_dropout_equals_add_of_dropout) {
+    const int64_t shape[3] = {3, 11, 67};
+    const int64_t n = 3 * 11 * 67;
+    qkv_tensor *x0 = tu_rand(3, shape, -1, 1, 101), *f0 = tu_rand(3, shape, -1, 1, 102), *dy = tu_rand(3, shape, -1, 1, 103);
+    qkv_real *ref[3] = {NULL, NULL, NULL};
+    for (int fused = 0; fused < 2; fused++) {
+        qkv_ctx *ctx = tu_ctx();
+        qkv_ctx_set_training(ctx, true);
+        qkv_ctx_set_rng(ctx, 5, 9);
+        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+        memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
+        memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
+        qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
+        qkv_tensor *y = fused ? qkv_add_dropout(ctx, x, f, 0.35) : qkv_add(ctx, x, qkv_dropout(ctx, f, 0.35));
+        CHECK_OK(qkv_backward_from(ctx, y, dy));
+        qkv_real *got[3] = {(qkv_real *)y->data, (qkv_real *)x->grad, (qkv_real *)f->grad};
+        for (int i = 0; i < 3; i++) {
+            if (!fused) {
+                ref[i] = malloc(sizeof(qkv_real) * (size_t)n);
+                memcpy(ref[i], got[i], sizeof(qkv_real) * (size_t)n);
+            } else {
+                CHECK_MSG(memcmp(ref[i], got[i], sizeof(qkv_real) * (size_t)n) == 0, "tensor %d differs", i);
+                free(ref[i]);
+            }
+        }
+        qkv_ctx_free(ctx);
+    }
+    qkv_ctx *ctx = tu_ctx();
+    CHECK(qkv_add_dropout(ctx, x0, qkv_narrow(ctx, f0, 2, 0, 66), 0.1) == NULL && strstr(qkv_last_error(), "add_dropout"));
+    qkv_ctx_free(ctx);
+    tu_free(x0), tu_free(f0), tu_free(dy);
+}
+
+TEST(add_dropout_gradcheck_and_kernels) {
+    double p = 0.3;
+    qkv_tensor *in[2] = {tu_rand(2, (int64_t[]){13, 70}, -1, 1, 104), tu_rand(2, (int64_t[]){13, 70}, -1, 1, 105)};
+    qkv_tensor_requires_grad(in[0]), qkv_tensor_requires_grad(in[1]);
+    kc_check("add_dropout", add_dropout_fn, in, 2, &p);
+#ifdef QKV_DOUBLE
+    tu_gradcheck_opts o = tu_gradcheck_default();
+    o.training = true;
+    tu_gradcheck("add_dropout", add_dropout_fn, in, 2, &p, &o);
+#endif
+    tu_free(in[0]), tu_free(in[1]);
+}
+
 TEST(sum_and_mean_closed_form) {
     qkv_ctx *ctx = tu_ctx();
     const int64_t n = 10001; /* crosses the fixed 4096-element chunks */

@@ -31,6 +31,10 @@ QKV_API qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p);
  * ReLU output kept, and a backward that needs no random numbers (y > 0 marks the elements with
  * a gradient). In evaluation mode (or p = 0) it is qkv_relu. The feed-forward block uses it. */
 QKV_API qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p);
+/* x + dropout(f, p) for a residual connection (x and f of one shape): the bits of
+ * qkv_add(x, qkv_dropout(f, p)) without keeping dropout(f); the backward regenerates the mask.
+ * In evaluation mode (or p = 0) it is qkv_add. */
+QKV_API qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p);
 
 /* Sum and mean of all elements -> scalar (ndim 0). */
 QKV_API qkv_tensor *qkv_sum(qkv_ctx *ctx, qkv_tensor *x);

@@ -199,6 +199,38 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
                                 qkv_tensor **bias);
 void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy);
 
+/* Batches of matrices in a 2-level layout: matrix (i, j), i < n_outer, j < n_inner, starts at
+ * p + i outer + j inner and has leading dimension ld. Head views (B, H, L, D) of a (B, L, C)
+ * projection are such a batch: outer = L C, inner = D, ld = C. qkv__gemm_batched2 is
+ * qkv_gemm_batched (src/kernels/gemm.c) over such batches: the bits of qkv_gemm per matrix. */
+typedef struct qkv__mat_layout {
+    int64_t ld, outer, inner;
+} qkv__mat_layout;
+void qkv__gemm_batched2(bool trans_a, bool trans_b, int64_t n_outer, int64_t n_inner, int64_t m, int64_t n, int64_t k,
+                        qkv_real alpha, const qkv_real *a, qkv__mat_layout la, const qkv_real *b, qkv__mat_layout lb,
+                        qkv_real beta, qkv_real *c, qkv__mat_layout lc);
+/* The layout of a 4-D tensor (B, H, rows, cols) whose last dim is contiguous (stride 1) as such
+ * a batch; false when it is not one (then make it contiguous). */
+static inline bool qkv__head_layout(const qkv_tensor *t, qkv__mat_layout *l) {
+    if (t->ndim != 4 || t->stride[3] != 1) return false;
+    /* no two elements share memory (gradients are written through the same layout): sorted by
+     * stride, each stride must pass the extent of the smaller ones */
+    int order[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++)
+        for (int j = i; j > 0 && t->stride[order[j]] < t->stride[order[j - 1]]; j--) {
+            const int tmp = order[j];
+            order[j] = order[j - 1], order[j - 1] = tmp;
+        }
+    int64_t extent = 0; /* largest offset reachable with the dims seen so far */
+    for (int i = 0; i < 4; i++) {
+        const int d = order[i];
+        if (t->shape[d] > 1 && t->stride[d] <= extent) return false;
+        extent += (t->shape[d] - 1) * t->stride[d];
+    }
+    *l = (qkv__mat_layout){t->stride[2], t->stride[0], t->stride[1]};
+    return true;
+}
+
 /* A buffer for backward-only temporaries, from the pool of released gradient buffers when one
  * of that size is free (else the arena); qkv__grad_scratch_release returns it to the pool.
  * Contents are undefined. NULL with the context's error set when out of memory. */

@@ -8,7 +8,7 @@
  * lookups). Every kernel's result is independent of the thread count. Backward kernels
  * accumulate (+=) into gradients; a NULL gradient pointer means "not needed".
  *
- * Layouts (all contiguous, row-major): q (B, H, T, D), k (B, H, S, D), scores / weights
+ * Layouts (row-major; q and k of the dot kernels as in qkv_attn_dims): q (B, H, T, D), k (B, H, S, D), scores / weights
  * (B, H, T, S); additive: qp (B, H, T, A), kp (B, H, S, A), v (H, A) with A in dims.D.
  */
 #ifndef QKV_KERNELS_ATTENTION_H
@@ -26,6 +26,9 @@
 typedef struct qkv_attn_dims {
     int64_t B, H, T, S;
     int64_t D; /* head size (dot, cosine) or additive width A */
+    /* dot kernels: where q (B, H, T, D) and k (B, H, S, D) and their gradients live; head views
+     * of a projection (B, L, C) need no copy. The other kernels take contiguous tensors. */
+    qkv__mat_layout lq, lk;
 } qkv_attn_dims;
 
 typedef struct qkv_attention_kernels {

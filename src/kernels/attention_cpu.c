@@ -31,19 +31,20 @@ static void dot_fwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, c
                     qkv_real *e) {
     const int64_t T = d->T, S = d->S, D = d->D;
     if (T == 0 || S == 0) return;
+    const qkv__mat_layout le = {S, d->H * T * S, T * S}; /* e (B, H, T, S) */
     /* (T, D) (S, D)^T -> (T, S) per head */
-    qkv_gemm_batched(false, true, d->B * d->H, T, S, D, alpha, q, D, T * D, k, D, S * D, 0, e, S, T * S);
+    qkv__gemm_batched2(false, true, d->B, d->H, T, S, D, alpha, q, d->lq, k, d->lk, 0, e, le);
 }
 
 static void dot_bwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, const qkv_real *k,
                     const qkv_real *de, qkv_real *dq, qkv_real *dk) {
     const int64_t T = d->T, S = d->S, D = d->D;
     if (T == 0 || S == 0) return;
-    const int64_t BH = d->B * d->H;
+    const qkv__mat_layout le = {S, d->H * T * S, T * S};
     if (dq) /* (T, S) (S, D) per head */
-        qkv_gemm_batched(false, false, BH, T, D, S, alpha, de, S, T * S, k, D, S * D, 1, dq, D, T * D);
+        qkv__gemm_batched2(false, false, d->B, d->H, T, D, S, alpha, de, le, k, d->lk, 1, dq, d->lq);
     if (dk) /* (T, S)^T (T, D) per head */
-        qkv_gemm_batched(true, false, BH, S, D, T, alpha, de, S, T * S, q, D, T * D, 1, dk, D, S * D);
+        qkv__gemm_batched2(true, false, d->B, d->H, S, D, T, alpha, de, le, q, d->lq, 1, dk, d->lk);
 }
 
 /* ---- cosine ---------------------------------------------------------------------------------- */

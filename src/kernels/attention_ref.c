@@ -20,36 +20,43 @@ static double dot(const qkv_real *x, const qkv_real *y, int64_t n) {
 
 /* ---- dot / scaled dot ------------------------------------------------------------------------ */
 
+/* Row i of head (b, h) of a tensor laid out as l. */
+static inline int64_t row_at(const qkv__mat_layout *l, int64_t b, int64_t h, int64_t i) {
+    return b * l->outer + h * l->inner + i * l->ld;
+}
+
 static void dot_fwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, const qkv_real *k,
                     qkv_real *e) {
     const int64_t T = d->T, S = d->S, D = d->D;
-    for (int64_t bh = 0; bh < d->B * d->H; bh++)
-        for (int64_t i = 0; i < T; i++)
-            for (int64_t j = 0; j < S; j++)
-                e[(bh * T + i) * S + j] =
-                    (qkv_real)((double)alpha * dot(q + (bh * T + i) * D, k + (bh * S + j) * D, D));
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++)
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t j = 0; j < S; j++)
+                    e[((b * d->H + h) * T + i) * S + j] =
+                        (qkv_real)((double)alpha * dot(q + row_at(&d->lq, b, h, i), k + row_at(&d->lk, b, h, j), D));
 }
 
 static void dot_bwd(const qkv_attn_dims *d, qkv_real alpha, const qkv_real *q, const qkv_real *k,
                     const qkv_real *de, qkv_real *dq, qkv_real *dk) {
     const int64_t T = d->T, S = d->S, D = d->D;
-    for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-        const qkv_real *qb = q + bh * T * D, *kb = k + bh * S * D, *deb = de + bh * T * S;
-        for (int64_t i = 0; dq && i < T; i++)
-            for (int64_t c = 0; c < D; c++) {
-                double acc = 0;
-                for (int64_t j = 0; j < S; j++)
-                    acc += (double)deb[i * S + j] * kb[j * D + c];
-                dq[(bh * T + i) * D + c] += (qkv_real)((double)alpha * acc);
-            }
-        for (int64_t j = 0; dk && j < S; j++)
-            for (int64_t c = 0; c < D; c++) {
-                double acc = 0;
-                for (int64_t i = 0; i < T; i++)
-                    acc += (double)deb[i * S + j] * qb[i * D + c];
-                dk[(bh * S + j) * D + c] += (qkv_real)((double)alpha * acc);
-            }
-    }
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++) {
+            const qkv_real *deb = de + (b * d->H + h) * T * S;
+            for (int64_t i = 0; dq && i < T; i++)
+                for (int64_t c = 0; c < D; c++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < S; j++)
+                        acc += (double)deb[i * S + j] * k[row_at(&d->lk, b, h, j) + c];
+                    dq[row_at(&d->lq, b, h, i) + c] += (qkv_real)((double)alpha * acc);
+                }
+            for (int64_t j = 0; dk && j < S; j++)
+                for (int64_t c = 0; c < D; c++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < T; i++)
+                        acc += (double)deb[i * S + j] * q[row_at(&d->lq, b, h, i) + c];
+                    dk[row_at(&d->lk, b, h, j) + c] += (qkv_real)((double)alpha * acc);
+                }
+        }
 }
 
 /* ---- cosine ---------------------------------------------------------------------------------- */

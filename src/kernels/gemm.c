@@ -310,10 +310,12 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
 #endif
 }
 
-void qkv_gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, qkv_real alpha,
-                      const qkv_real *a, int64_t lda, int64_t stride_a, const qkv_real *b, int64_t ldb,
-                      int64_t stride_b, qkv_real beta, qkv_real *c, int64_t ldc, int64_t stride_c) {
+void qkv__gemm_batched2(bool trans_a, bool trans_b, int64_t n_outer, int64_t n_inner, int64_t m, int64_t n, int64_t k,
+                        qkv_real alpha, const qkv_real *a, qkv__mat_layout la, const qkv_real *b, qkv__mat_layout lb,
+                        qkv_real beta, qkv_real *c, qkv__mat_layout lc) {
+    const int64_t batch = n_outer * n_inner;
     if (batch <= 0 || m <= 0 || n <= 0) return;
+#define AT(p, l, s) ((p) + ((s) / n_inner) * (l).outer + ((s) % n_inner) * (l).inner)
 #if defined(QKV_WITH_OPENMP)
     if (k > 0 && m * n * k <= GEMM_SERIAL_WORK) {
         /* Inside the parallel region every GEMM runs single-threaded, as qkv_gemm runs these
@@ -321,16 +323,23 @@ void qkv_gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
 #pragma omp parallel for schedule(static) if (batch * m * n * k > GEMM_SERIAL_WORK)
         for (int64_t s = 0; s < batch; s++)
 #ifdef QKV_WITH_BLAS
-            blas_gemm(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda < 1 ? 1 : lda, b + s * stride_b,
-                      ldb < 1 ? 1 : ldb, beta, c + s * stride_c, ldc);
+            blas_gemm(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld < 1 ? 1 : la.ld, AT(b, lb, s),
+                      lb.ld < 1 ? 1 : lb.ld, beta, AT(c, lc, s), lc.ld);
 #else
-            qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda, b + s * stride_b, ldb, beta,
-                             c + s * stride_c, ldc);
+            qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld, AT(b, lb, s), lb.ld, beta,
+                             AT(c, lc, s), lc.ld);
 #endif
         return;
     }
 #endif
     for (int64_t s = 0; s < batch; s++)
-        qkv_gemm(trans_a, trans_b, m, n, k, alpha, a + s * stride_a, lda, b + s * stride_b, ldb, beta, c + s * stride_c,
-                 ldc);
+        qkv_gemm(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld, AT(b, lb, s), lb.ld, beta, AT(c, lc, s), lc.ld);
+#undef AT
+}
+
+void qkv_gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, qkv_real alpha,
+                      const qkv_real *a, int64_t lda, int64_t stride_a, const qkv_real *b, int64_t ldb,
+                      int64_t stride_b, qkv_real beta, qkv_real *c, int64_t ldc, int64_t stride_c) {
+    qkv__gemm_batched2(trans_a, trans_b, batch, 1, m, n, k, alpha, a, (qkv__mat_layout){lda, stride_a, 0}, b,
+                       (qkv__mat_layout){ldb, stride_b, 0}, beta, c, (qkv__mat_layout){ldc, stride_c, 0});
 }

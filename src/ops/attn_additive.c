@@ -15,7 +15,7 @@
 #include "../kernels/attention.h"
 
 static qkv_attn_dims dims_of(const qkv_tensor *qp, const qkv_tensor *kp) {
-    return (qkv_attn_dims){qp->shape[0], qp->shape[1], qp->shape[2], kp->shape[2], qp->shape[3]};
+    return (qkv_attn_dims){qp->shape[0], qp->shape[1], qp->shape[2], kp->shape[2], qp->shape[3], {0, 0, 0}, {0, 0, 0}};
 }
 
 static void additive_backward(qkv_ctx *ctx, qkv_tape_entry *e) {

@@ -24,7 +24,7 @@
 #include "../kernels/attention.h"
 
 static qkv_attn_dims dims_of(const qkv_tensor *s) {
-    return (qkv_attn_dims){s->shape[0], s->shape[1], s->shape[2], s->shape[3], 0};
+    return (qkv_attn_dims){s->shape[0], s->shape[1], s->shape[2], s->shape[3], 0, {0, 0, 0}, {0, 0, 0}};
 }
 
 static void normalize_backward(qkv_ctx *ctx, qkv_tape_entry *e) {

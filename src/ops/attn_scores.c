@@ -18,8 +18,12 @@
  */
 #include "../kernels/attention.h"
 
+/* The dims and the layouts of q and k (checked head layouts: see qkv_attn_scores). */
 static qkv_attn_dims dims_of(const qkv_tensor *q, const qkv_tensor *k) {
-    return (qkv_attn_dims){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3]};
+    qkv_attn_dims d = {q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], {0, 0, 0}, {0, 0, 0}};
+    qkv__head_layout(q, &d.lq);
+    qkv__head_layout(k, &d.lk);
+    return d;
 }
 
 static void scores_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
@@ -91,8 +95,12 @@ qkv_tensor *qkv_attn_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_scor
     if (kind == QKV_SCORE_COSINE && !cos_scale && !isfinite(fixed_scale))
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "attn_scores: fixed_scale %g is not finite",
                         fixed_scale);
-    q = qkv__contig(ctx, q);
-    k = qkv__contig(ctx, k);
+    /* The dot kinds read q and k where they are when they are head views (e.g. the columns of
+     * one projection, (B, L, C) seen as (B, H, L, D)): no copy, and the gradients go straight
+     * back there. Everything else is made contiguous. */
+    qkv__mat_layout unused;
+    if (kind == QKV_SCORE_COSINE || !qkv__head_layout(q, &unused)) q = qkv__contig(ctx, q);
+    if (kind == QKV_SCORE_COSINE || !qkv__head_layout(k, &unused)) k = qkv__contig(ctx, k);
     if (cos_scale) cos_scale = qkv__contig(ctx, cos_scale);
     if (ctx->status) return NULL;
     const qkv_attn_dims d = dims_of(q, k);

@@ -121,6 +121,22 @@ static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     gemm_fn gemm = pick_gemm(ctx);
     qkv_real *da = qkv__grad(ctx, a), *db = qkv__grad(ctx, b);
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
+    qkv__mat_layout lb;
+    if (ctx->kernels != QKV_KERNELS_REF && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
+        !qkv_tensor_is_contiguous(b) && qkv__head_layout(b, &lb)) { /* b read (and dB written) in place */
+        const int64_t Bn = a->shape[0], H = a->shape[1];
+        const qkv__mat_layout la = {g.a_cols, H * a_size, a_size}, lc = {g.N, H * g.M * g.N, g.M * g.N};
+        const qkv_real *A = qkv__data(a), *Bd = qkv__data(b);
+        if (da && !ta) /* dA (M,K) += dC (M,N) op(B)^T */
+            qkv__gemm_batched2(false, !tb, Bn, H, g.M, g.K, g.N, 1, dc, lc, Bd, lb, 1, da, la);
+        else if (da) /* a = A^T: da (K,M) += op(B) dC^T */
+            qkv__gemm_batched2(tb, true, Bn, H, g.K, g.M, g.N, 1, Bd, lb, dc, lc, 1, da, la);
+        if (db && !tb) /* dB (K,N) += op(A)^T dC */
+            qkv__gemm_batched2(!ta, false, Bn, H, g.K, g.N, g.M, 1, A, la, dc, lc, 1, db, lb);
+        else if (db) /* b = B^T: db (N,K) += dC^T op(A) */
+            qkv__gemm_batched2(true, ta, Bn, H, g.N, g.K, g.M, 1, dc, lc, A, la, 1, db, lb);
+        return;
+    }
     if (ctx->kernels != QKV_KERNELS_REF && g.b_batch == g.batch) { /* one b per entry: independent products */
         const qkv_real *A = qkv__data(a), *B = qkv__data(b);
         const int64_t c_size = g.M * g.N;
@@ -176,8 +192,13 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "matmul: a %s%s and b %s%s do not multiply",
                         qkv_tensor_shape_str(a, ba, sizeof ba), trans_a ? "^T" : "",
                         qkv_tensor_shape_str(b, bb, sizeof bb), trans_b ? "^T" : "");
+    /* Per-head products read a 4-D b (B, H, K, N) where it is when it is a head view (e.g. the
+     * value columns of a projection): no copy, its gradient goes straight back there. */
+    qkv__mat_layout lb;
+    const bool b_in_place = ctx->kernels != QKV_KERNELS_REF && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
+                            qkv__head_layout(b, &lb);
     a = qkv__contig(ctx, a);
-    b = qkv__contig(ctx, b);
+    if (!b_in_place) b = qkv__contig(ctx, b);
     if (ctx->status) return NULL;
     if (!fits_blas(ctx, "matmul", g.M, g.N, g.K)) return NULL;
     int64_t shape[QKV_MAX_DIMS];
@@ -187,7 +208,12 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     qkv_tensor *c = qkv__alloc(ctx, QKV_REAL, a->ndim, shape); /* (..., M, N) */
     if (!c) return NULL;
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
-    if (ctx->kernels != QKV_KERNELS_REF && (g.b_batch == g.batch || g.b_batch == 1)) {
+    if (b_in_place) {
+        const int64_t H = a->shape[1];
+        qkv__gemm_batched2(trans_a, trans_b, a->shape[0], H, g.M, g.N, g.K, 1, qkv__data(a),
+                           (qkv__mat_layout){g.a_cols, H * a_size, a_size}, qkv__data(b), lb, 0, qkv__data(c),
+                           (qkv__mat_layout){g.N, H * g.M * g.N, g.M * g.N});
+    } else if (ctx->kernels != QKV_KERNELS_REF && (g.b_batch == g.batch || g.b_batch == 1)) {
         qkv_gemm_batched(trans_a, trans_b, g.batch, g.M, g.N, g.K, 1, qkv__data(a), g.a_cols, a_size, qkv__data(b),
                          g.b_cols, g.b_batch == 1 ? 0 : b_size, 0, qkv__data(c), g.N, g.M * g.N);
     } else {

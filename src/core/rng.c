@@ -43,8 +43,8 @@ void qkv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4
  * lane so that each 32 x 32 -> 64 product is one vector instruction (pmuludq / vpmuludq): the
  * compiler vectorises the lane loops, and the clones run them 8 lanes wide on AVX-512. */
 QKV_CLONES
-void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
-                        uint32_t out[4 * QKV_PHILOX_LANES]) {
+static void philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
+                          uint32_t out[4 * QKV_PHILOX_LANES]) {
     enum { L = QKV_PHILOX_LANES };
     uint64_t c0[L], c1[L], c2[L], c3[L];
     for (int l = 0; l < L; l++) {
@@ -73,6 +73,13 @@ void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t 
         out[4 * l + 2] = (uint32_t)c2[l];
         out[4 * l + 3] = (uint32_t)c3[l];
     }
+}
+
+/* The clones stay inside this file: clang (up to 15 at least) emits the dispatcher of a cloned
+ * function under another name than callers in other files expect. */
+void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
+                        uint32_t out[4 * QKV_PHILOX_LANES]) {
+    philox_blocks(seed, step, stream, first_block, out);
 }
 
 static void block(uint64_t seed, uint64_t step, uint64_t stream, uint64_t index, uint32_t out[4]) {

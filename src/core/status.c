@@ -64,7 +64,7 @@ qkv_status qkv__error(qkv_status st, const char *file, int line, const char *fmt
 qkv_status qkv_set_error(qkv_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(qkv_msg, QKV_MSG_SIZE, fmt ? fmt : "", ap);
+    int n = fmt ? vsnprintf(qkv_msg, QKV_MSG_SIZE, fmt, ap) : -1;
     va_end(ap);
     if (n < 0) qkv_msg[0] = '\0';
     return st;

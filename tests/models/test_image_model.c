@@ -6,7 +6,7 @@
  * gradient, also after a save + load. Finite differences check the patch path (double build).
  * Properties: the patch vectors of a known image, the 2-D sin-cos table against its closed form,
  * one patch when P is the image size, configuration and input errors with clear messages, the
- * trainer on pixel batches (it learns a two-class toy problem).
+ * trainer on pixel batches (it learns a two-class toy problem; its checkpoint restores).
  */
 #include "fixture.h"
 
@@ -427,6 +427,25 @@ TEST(image_model_trainer_learns_a_toy_problem) {
         right += ((int32_t *)pred->data)[i] == labels[i];
     CHECK_MSG(right == B, "%d of %d training images right", right, B);
     qkv_ctx_free(ctx);
+    /* a checkpoint of the image model restores it into a fresh trainer */
+    char path[] = "/tmp/qkv_vit_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    qkv_model *m2 = NULL;
+    qkv_trainer *t2 = NULL;
+    CHECK_OK(qkv_trainer_save(t, path, 0, 0, 0));
+    CHECK_OK(qkv_model_new(&c, 99, &m2));
+    if (m2) CHECK_OK(qkv_trainer_new(m2, &tc, &t2));
+    if (t2) CHECK_OK(qkv_trainer_load(t2, path, NULL, NULL, NULL));
+    if (t2)
+        CHECK(qkv_trainer_steps(t2) == 40 &&
+              !memcmp(qkv_params_block(m->params, QKV_BLOCK_DATA),
+                      qkv_params_block(m2->params, QKV_BLOCK_DATA),
+                      sizeof(qkv_real) * (size_t)qkv_params_numel(m->params)));
+    unlink(path);
+    qkv_trainer_free(t2);
+    qkv_model_free(m2);
     qkv_trainer_free(t);
     qkv_model_free(m);
 }

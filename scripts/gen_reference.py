@@ -269,6 +269,102 @@ def seq2seq_fixture(out_dir, norm_first):
     save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
 
 
+def sincos_2d(rows, cols, C):
+    """2-D sin-cos positions as qkv_sincos_2d_pe: [sin(r w) | cos(r w) | sin(c w) | cos(c w)],
+    w_k = 10000^(-k / Q), Q = C / 4, cells in raster order (MoCo v3's layout)."""
+    Q = C // 4
+    omega = 1.0 / 10000.0 ** (torch.arange(Q) / Q)
+    r = torch.arange(rows).repeat_interleave(cols).unsqueeze(1) * omega
+    c = torch.arange(cols).repeat(rows).unsqueeze(1) * omega
+    return torch.cat([torch.sin(r), torch.cos(r), torch.sin(c), torch.cos(c)], dim=1)
+
+
+class PatchEmbed(nn.Module):
+    """Patches of a channels-last image flattened as (row in patch, column, channel), then a
+    Linear: vit-pytorch's Rearrange('b (h p1) (w p2) c -> b (h w) (p1 p2 c)') + nn.Linear."""
+
+    def __init__(self, P, Ch, C):
+        super().__init__()
+        self.P = P
+        self.proj = nn.Linear(P * P * Ch, C)
+
+    def patches(self, x):
+        B, Hi, Wi, Ch = x.shape
+        P = self.P
+        x = x.reshape(B, Hi // P, P, Wi // P, P, Ch).permute(0, 1, 3, 2, 4, 5)
+        return x.reshape(B, (Hi // P) * (Wi // P), P * P * Ch)
+
+    def forward(self, x):
+        return self.proj(self.patches(x))
+
+    def as_conv2d(self, x):
+        """The same map as torchvision's conv_proj: Conv2d(Ch, C, P, stride=P) on NCHW."""
+        C, Ch = self.proj.weight.shape[0], x.shape[3]
+        conv = nn.Conv2d(Ch, C, self.P, stride=self.P)
+        with torch.no_grad():
+            conv.weight.copy_(self.proj.weight.reshape(C, self.P, self.P, Ch).permute(0, 3, 1, 2))
+            conv.bias.copy_(self.proj.bias)
+        return conv(x.permute(0, 3, 1, 2)).flatten(2).transpose(1, 2)
+
+
+class TinyViT(nn.Module):
+    """The PyTorch twin of qkv's image model (qkv_model.h, src/nn/patch_embed.c): same names."""
+
+    def __init__(self, Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation):
+        super().__init__()
+        self.grid, self.C, self.pos = (Hi // P, Wi // P), C, pos
+        N = self.grid[0] * self.grid[1]
+        self.patch_embed = PatchEmbed(P, Ch, C)
+        self.class_token = nn.Parameter(torch.randn(1, 1, C) * 0.5) if class_token else None
+        if pos == "learned":
+            self.pos_embedding = nn.Parameter(torch.randn(1, N + int(class_token), C) * 0.5)
+        layer = nn.TransformerEncoderLayer(C, H, FF, dropout=0.0, activation=activation, batch_first=True,
+                                           norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(C), enable_nested_tensor=False)
+        self.head = nn.Linear(C, K)
+
+    def forward(self, x):
+        z = self.patch_embed(x)
+        if self.pos == "sincos_2d":
+            z = z + sincos_2d(*self.grid, self.C)
+        if self.class_token is not None:
+            z = torch.cat([self.class_token.expand(x.shape[0], -1, -1), z], dim=1)
+        if self.pos == "learned":
+            z = z + self.pos_embedding
+        h = self.encoder(z)
+        return self.head(h[:, 0] if self.class_token is not None else h.mean(dim=1))
+
+
+def vit_fixture(out_dir, class_token, pos, norm_first, activation, name):
+    """A small ViT on a non-square, two-channel image (rows and columns, channels cannot be
+    confused): logits, label-smoothed loss, every parameter gradient and the pixels' gradient."""
+    torch.manual_seed(7)
+    B, Hi, Wi, Ch, P, C, H, layers, FF, K = 3, 4, 6, 2, 2, 8, 2, 2, 16, 5
+    model = TinyViT(Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("bias"):
+                p.uniform_(-0.5, 0.5)
+            elif "norm" in n:
+                p.uniform_(0.5, 1.5)
+    model.train()  # dropout 0 and train mode: no fused fast path
+    pixels = torch.rand(B, Hi, Wi, Ch, requires_grad=True)
+    labels = torch.tensor([3, 0, 4])
+    conv_gap = (model.patch_embed(pixels) - model.patch_embed.as_conv2d(pixels)).abs().max().item()
+    assert conv_gap < 1e-12, conv_gap  # the Linear over patches is the Conv2d with kernel = stride = P
+    logits = model(pixels)
+    loss = F.cross_entropy(logits, labels, label_smoothing=0.1)
+    loss.backward()
+    tensors = {"param." + n: p for n, p in model.named_parameters()}
+    tensors.update({"grad.param." + n: p.grad for n, p in model.named_parameters()})
+    tensors.update({"input.pixels": pixels, "input.labels": labels, "out.logits": logits, "out.loss": loss,
+                    "out.patches": model.patch_embed.patches(pixels), "grad.input.pixels": pixels.grad})
+    cfg = {"image": {"height": Hi, "width": Wi, "channels": Ch, "patch_size": P, "class_token": class_token},
+           "pos": pos, "d_model": C, "n_heads": H, "n_encoder_layers": layers, "dim_feedforward": FF, "classes": K,
+           "norm_first": norm_first, "activation": activation, "label_smoothing": 0.1}
+    save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data")
     os.makedirs(out_dir, exist_ok=True)
@@ -280,6 +376,8 @@ def main():
     adamw_fixture(out_dir)
     for norm_first in (False, True):
         seq2seq_fixture(out_dir, norm_first)
+    vit_fixture(out_dir, True, "learned", True, "gelu", "ref_vit_cls_learned.safetensors")
+    vit_fixture(out_dir, False, "sincos_2d", False, "relu", "ref_vit_mean_sincos.safetensors")
     print("fixtures written to", os.path.abspath(out_dir))
 
 

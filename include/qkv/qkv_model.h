@@ -16,6 +16,9 @@
  *   decoder-only:  embed.weight, layers.<i>.* (encoder layers with a causal mask), norm.*,
  *                  lm_head.{weight,bias}
  *   learned absolute positions add <prefix>pos.weight (max_len, C) next to each embedding.
+ *   image encoder (ViT-style; src/nn/patch_embed.c, docs/images.md): patch_embed.proj.{weight,bias}
+ *                  (C, P*P*Ch), class_token (1, 1, C), pos_embedding (1, L, C), then the
+ *                  encoder-only names (encoder.layers.<i>.*, encoder.norm.*, head.*).
  *
  * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
  * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then
@@ -41,13 +44,26 @@ typedef enum qkv_arch {
 typedef enum qkv_abs_pos {
     QKV_POS_NONE = 0,
     QKV_POS_SINUSOIDAL = 1,
-    QKV_POS_LEARNED = 2
+    QKV_POS_LEARNED = 2,
+    QKV_POS_SINCOS_2D = 3 /* image models: fixed 2-D sin-cos of (row, column) (qkv_sincos_2d_pe) */
 } qkv_abs_pos;
 
 typedef enum qkv_head_kind {
     QKV_HEAD_TOKEN = 0, /* encoder-only: one prediction per token (tagging) */
     QKV_HEAD_POOLED = 1 /* encoder-only: mean over the non-padded tokens, one prediction */
 } qkv_head_kind;
+
+/* Image input of an encoder-only model (a ViT-style classifier): the input is a batch of images
+ * (B, H_img, W_img, Ch) of real values instead of token ids. They are cut into non-overlapping
+ * P x P patches, N = (H_img / P) (W_img / P) of them in raster order, each flattened to P*P*Ch
+ * values (row in the patch, column, channel) and projected to C by patch_embed.proj; an optional
+ * learned [CLS] token goes first; absolute positions are added; the encoder stack runs without
+ * a mask; the head reads the [CLS] output, or the mean over the patches. All zero: token ids. */
+typedef struct qkv_image_config {
+    int32_t height, width, channels; /* H_img, W_img, Ch */
+    int32_t patch_size;              /* P, dividing height and width; 1: every pixel is a token */
+    bool class_token;                /* prepend a learned [CLS] token and classify from it */
+} qkv_image_config;
 
 typedef struct qkv_model_config {
     qkv_arch arch;
@@ -70,6 +86,8 @@ typedef struct qkv_model_config {
     qkv_mha_config self_attn;  /* encoder self-attention (and decoder-only) */
     qkv_mha_config dec_self_attn; /* encoder-decoder: the decoder's masked self-attention */
     qkv_mha_config cross_attn; /* encoder-decoder: cross-attention */
+    /* encoder-only image models (src_vocab 0, head pooled, scale_embeddings false) */
+    qkv_image_config image;
 } qkv_model_config;
 
 /* nn.Transformer's defaults at a given size: post-LN, ReLU, dropout 0.1, eps 1e-5, final norms,
@@ -82,6 +100,14 @@ QKV_API qkv_status qkv_model_config_check(const qkv_model_config *c);
  * and back. Unknown keys are an error naming the key. */
 QKV_API qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t size);
 QKV_API qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c);
+/* Whether c describes an image model (any field of c->image set). */
+QKV_API bool qkv_model_is_image(const qkv_model_config *c);
+/* An encoder-only ViT-style image classifier with K classes: pooled head, [CLS] token, learned
+ * positions, pre-LN, GELU, no embedding scale, dropout 0.1; d_model / heads / layers as given,
+ * dim_feedforward 4 C, max_len the number of tokens. Check it with qkv_model_config_check. */
+QKV_API qkv_model_config qkv_model_image_config(int32_t height, int32_t width, int32_t channels,
+                                                int32_t patch_size, int32_t n_classes,
+                                                int32_t d_model, int32_t n_heads, int32_t n_layers);
 
 typedef struct qkv_model {
     qkv_model_config cfg;
@@ -92,6 +118,9 @@ typedef struct qkv_model {
     qkv_layer *decoder_layers;       /* n_decoder_layers */
     qkv_tensor *enc_norm_w, *enc_norm_b, *dec_norm_w, *dec_norm_b;
     qkv_tensor *out_w, *out_b; /* (V or K, C), (V or K); out_w may alias tgt_embed when tied */
+    qkv_tensor *patch_w, *patch_b; /* image models: (C, P*P*Ch), (C) */
+    qkv_tensor *class_token;       /* image models with a [CLS] token: (1, 1, C) */
+    qkv_tensor *pos_embedding;     /* image models with learned positions: (1, L, C) */
 } qkv_model;
 
 /* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
@@ -119,6 +148,15 @@ QKV_API qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tenso
 /* Encoder-only: src I32 (B, S) -> logits (B, S, K) (token head) or (B, K) (pooled head). */
 QKV_API qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
                                        qkv_tensor **weights_out);
+/* Image models: pixels (B, H_img, W_img, Ch) real -> logits (B, K). The caller scales the
+ * pixels (e.g. to [0, 1]). weights_out as in qkv_model_encode: (B, H, L, L) per layer, where
+ * the L = [1 +] N tokens are [CLS] then the patches in raster order. */
+QKV_API qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixels,
+                                             qkv_tensor **weights_out);
+/* The patch vectors of pixels (B, H_img, W_img, Ch): (B, N, P*P*Ch), patch n = (r, c) in raster
+ * order (n = r (W_img / P) + c) holding pixels[b, r P + i, c P + j, ch] at (i P + j) Ch + ch.
+ * Differentiable (a permutation of the pixels). H_img and W_img must be multiples of P. */
+QKV_API qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size);
 /* Decoder-only: tokens I32 (B, T) -> next-token logits (B, T, V). */
 QKV_API qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens,
                                  qkv_tensor **weights_out);

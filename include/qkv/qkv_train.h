@@ -8,6 +8,7 @@
  *   encoder, token   src (B, S), labels (B, S) (QKV_NO_LABEL where there is no label)
  *   encoder, pooled  src (B, S), labels (B)
  *   decoder-only     tokens (B, T) in src; the targets are the tokens shifted left (tgt_out)
+ *   image encoder    pixels (B, H_img, W_img, Ch) real (no src), image_shape, labels (B)
  *
  * Scheduled sampling (Bengio et al. 2015) in the two-pass form of Mihaylova & Martins (2019):
  * pass 1 decodes the batch with teacher forcing and no gradient; pass 2 decodes again where each
@@ -73,6 +74,8 @@ typedef struct qkv_train_batch {
     const int32_t *tgt_in; /* (B, T) encoder-decoder */
     const int32_t *tgt_out;/* (B, T) encoder-decoder, decoder-only */
     const int32_t *labels; /* encoder-only: (B, S) token head, (B) pooled head */
+    const qkv_real *pixels;  /* image models: (B, H_img, W_img, Ch), scaled by the caller */
+    int32_t image_shape[3];  /* (H_img, W_img, Ch) of pixels: must equal the model's image */
 } qkv_train_batch;
 
 /* The guided attention term for n_maps cross-attention maps (B, H, T, S): mean over the maps,

@@ -52,8 +52,9 @@ static qkv_status register_params(qkv_model *m) {
     const char *embed = ed ? "src_embed.weight" : "embed.weight";
     const char *pos = ed ? "src_pos.weight" : "pos.weight";
     const int64_t in_vocab = c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
-    st = add(m, embed, 2, (int64_t[]){in_vocab, C}, &m->src_embed);
-    if (!st && c->pos == QKV_POS_LEARNED) st = add(m, pos, 2, (int64_t[]){L, C}, &m->src_pos);
+    if (qkv_model_is_image(c)) st = qkv__image_register(m); /* patch_embed.c */
+    else st = add(m, embed, 2, (int64_t[]){in_vocab, C}, &m->src_embed);
+    if (!st && c->pos == QKV_POS_LEARNED && m->src_embed) st = add(m, pos, 2, (int64_t[]){L, C}, &m->src_pos);
     if (!st && ed) st = add(m, "tgt_embed.weight", 2, (int64_t[]){c->tgt_vocab, C}, &m->tgt_embed);
     if (!st && ed && c->pos == QKV_POS_LEARNED) st = add(m, "tgt_pos.weight", 2, (int64_t[]){L, C}, &m->tgt_pos);
     const qkv_layer_config enc = layer_config(c, &c->self_attn, &c->cross_attn);
@@ -89,7 +90,8 @@ static void init_params(qkv_model *m, uint64_t seed) {
     const double C = c->d_model;
     /* embeddings N(0, C^-1/2) (fairseq's choice: unit variance after the sqrt(C) scale) */
     const double embed_std = c->scale_embeddings ? 1 / sqrt(C) : 1.0;
-    qkv_init_normal(m->src_embed, 0, embed_std, seed, 1000);
+    if (m->src_embed) qkv_init_normal(m->src_embed, 0, embed_std, seed, 1000);
+    if (m->patch_w) qkv__image_init(m, seed);
     if (m->tgt_embed) qkv_init_normal(m->tgt_embed, 0, embed_std, seed, 1001);
     if (m->src_pos) qkv_init_normal(m->src_pos, 0, 0.02, seed, 1002);
     if (m->tgt_pos) qkv_init_normal(m->tgt_pos, 0, 0.02, seed, 1003);
@@ -286,6 +288,8 @@ qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src
     if (!QKV_OP_BEGIN(ctx, "model_classify", src)) return NULL;
     if (!m || m->cfg.arch != QKV_ARCH_ENCODER)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify: needs an encoder-only model");
+    if (qkv_model_is_image(&m->cfg))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify: an image model reads pixels: call qkv_model_classify_image");
     if (!check_ids(ctx, m, "model_classify", src, "src")) return NULL;
     qkv_mask mask = qkv_mask_none();
     qkv_tensor *pad = padding_of(ctx, src, m->cfg.pad_id);
@@ -305,6 +309,15 @@ qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src
         x = qkv_reshape(ctx, qkv_matmul(ctx, w, x, false, false), 2, (int64_t[]){B, m->cfg.d_model}); /* (B, C) */
     }
     return qkv_linear(ctx, x, m->out_w, m->out_b); /* (B, S, K) or (B, K) */
+}
+
+qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixels, qkv_tensor **weights_out) {
+    if (!QKV_OP_BEGIN(ctx, "model_classify_image", pixels)) return NULL;
+    if (!m || !qkv_model_is_image(&m->cfg))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify_image: needs an image model (model config \"image\")");
+    qkv_mask mask = qkv_mask_none(); /* every image has all its L tokens */
+    qkv_tensor *x = encoder_stack(ctx, m, qkv__image_embed(ctx, m, pixels), &mask, weights_out); /* (B, L, C) */
+    return qkv_linear(ctx, qkv__image_pool(ctx, m, x), m->out_w, m->out_b);                        /* (B, K) */
 }
 
 qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens, qkv_tensor **weights_out) {

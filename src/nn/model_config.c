@@ -42,6 +42,55 @@ qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_
 
 #define BAD(...) QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: " __VA_ARGS__)
 
+bool qkv_model_is_image(const qkv_model_config *c) {
+    if (!c) return false;
+    const qkv_image_config *i = &c->image;
+    return i->height || i->width || i->channels || i->patch_size || i->class_token;
+}
+
+qkv_model_config qkv_model_image_config(int32_t height, int32_t width, int32_t channels, int32_t patch_size,
+                                        int32_t n_classes, int32_t d_model, int32_t n_heads, int32_t n_layers) {
+    qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER, d_model, n_heads, n_layers);
+    c.tgt_vocab = n_classes;
+    c.head = QKV_HEAD_POOLED;
+    c.pos = QKV_POS_LEARNED;
+    c.scale_embeddings = false;
+    c.norm_first = true;
+    c.activation = QKV_ACT_GELU;
+    c.image = (qkv_image_config){height, width, channels, patch_size, true};
+    if (patch_size > 0 && height > 0 && width > 0) { /* max_len: exactly the tokens of an image */
+        const int64_t n = 1 + (int64_t)(height / patch_size) * (width / patch_size);
+        if (n <= 1 << 20) c.max_len = (int32_t)n;
+    }
+    return c;
+}
+
+/* The image front-end's rules (src/nn/patch_embed.c). */
+static qkv_status check_image(const qkv_model_config *c) {
+    const qkv_image_config *i = &c->image;
+    const int32_t lim = 1 << 16;
+    if (c->arch != QKV_ARCH_ENCODER) return BAD("image input needs an encoder-only model (arch \"encoder\")");
+    if (i->height < 1 || i->width < 1 || i->channels < 1 || i->patch_size < 1 || i->height > lim ||
+        i->width > lim || i->channels > lim || i->patch_size > lim)
+        return BAD("image height %d, width %d, channels %d and patch_size %d must be in 1 .. %d", i->height, i->width,
+                   i->channels, i->patch_size, lim);
+    if (i->height % i->patch_size || i->width % i->patch_size)
+        return BAD("image %d x %d is not divisible into %d x %d patches (patch_size)", i->height, i->width,
+                   i->patch_size, i->patch_size);
+    const int64_t patch_dim = (int64_t)i->patch_size * i->patch_size * i->channels;
+    if (patch_dim > 1 << 24) return BAD("image patches of %lld values are too large (at most 2^24)", (long long)patch_dim);
+    const int64_t n = (int64_t)(i->height / i->patch_size) * (i->width / i->patch_size) + i->class_token;
+    if (n > c->max_len)
+        return BAD("max_len %d is smaller than the %lld tokens of an image (%lld patches%s)", c->max_len, (long long)n,
+                   (long long)(n - i->class_token), i->class_token ? " + [CLS]" : "");
+    if (c->src_vocab != 0) return BAD("an image model has no input vocabulary: src_vocab must be 0, got %d", c->src_vocab);
+    if (c->head != QKV_HEAD_POOLED) return BAD("an image model classifies whole images: head must be \"pooled\"");
+    if (c->scale_embeddings) return BAD("an image model does not scale its patch embeddings: set scale_embeddings false");
+    if (c->pos == QKV_POS_SINCOS_2D && c->d_model % 4)
+        return BAD("pos sincos_2d needs d_model %d to be a multiple of 4", c->d_model);
+    return QKV_OK;
+}
+
 qkv_status qkv_model_config_check(const qkv_model_config *c) {
     if (!c) return BAD("NULL");
     if ((unsigned)c->arch > QKV_ARCH_DECODER) return BAD("unknown arch %d", (int)c->arch);
@@ -54,16 +103,23 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
         return BAD("an encoder-decoder needs at least one encoder and one decoder layer");
     if (c->arch != QKV_ARCH_ENCODER_DECODER && (c->n_encoder_layers < 1 || c->n_decoder_layers != 0))
         return BAD("encoder-only and decoder-only models use n_encoder_layers >= 1 and n_decoder_layers = 0");
-    if (c->src_vocab <= 0 && c->arch != QKV_ARCH_DECODER) return BAD("src_vocab %d must be positive", c->src_vocab);
+    const bool image = qkv_model_is_image(c);
+    if (c->src_vocab <= 0 && c->arch != QKV_ARCH_DECODER && !image) return BAD("src_vocab %d must be positive", c->src_vocab);
     if (c->tgt_vocab <= 0) return BAD("tgt_vocab %d must be positive", c->tgt_vocab);
     if (c->max_len <= 0 || c->max_len > (1 << 20)) return BAD("max_len %d out of range", c->max_len);
-    if ((unsigned)c->pos > QKV_POS_LEARNED) return BAD("unknown positional encoding %d", (int)c->pos);
+    if ((unsigned)c->pos > QKV_POS_SINCOS_2D) return BAD("unknown positional encoding %d", (int)c->pos);
     if ((unsigned)c->activation > QKV_ACT_GELU_TANH) return BAD("unknown activation %d", (int)c->activation);
     if ((unsigned)c->head > QKV_HEAD_POOLED) return BAD("unknown head %d", (int)c->head);
     if (!(c->dropout >= 0 && c->dropout < 1)) return BAD("dropout %g is not in [0, 1)", c->dropout);
     if (!(c->layer_norm_eps > 0)) return BAD("layer_norm_eps %g must be positive", c->layer_norm_eps);
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
-    if (c->pad_id < 0 || c->pad_id >= pad_vocab) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
+    if (image) {
+        qkv_status st = check_image(c);
+        if (st) return st;
+    } else if (c->pos == QKV_POS_SINCOS_2D) {
+        return BAD("pos sincos_2d is for image models (set image.height, width, channels, patch_size)");
+    }
+    if (!image && (c->pad_id < 0 || c->pad_id >= pad_vocab)) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
     const qkv_mha_config *attn[3] = {&c->self_attn, &c->dec_self_attn, &c->cross_attn};
     for (int i = 0; i < 3; i++)
@@ -81,7 +137,7 @@ static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", 
 static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
 static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
 static const char *arch_names[] = {"encoder-decoder", "encoder", "decoder"};
-static const char *pos_names[] = {"none", "sinusoidal", "learned"};
+static const char *pos_names[] = {"none", "sinusoidal", "learned", "sincos_2d"};
 static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
 static const char *head_names[] = {"token", "pooled"};
 
@@ -128,6 +184,10 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
     put_attn(&w, "self_attn", &c->self_attn);
     put_attn(&w, "dec_self_attn", &c->dec_self_attn);
     put_attn(&w, "cross_attn", &c->cross_attn);
+    if (qkv_model_is_image(c))
+        put(&w, ",\"image\":{\"height\":%d,\"width\":%d,\"channels\":%d,\"patch_size\":%d,\"class_token\":%s}",
+            c->image.height, c->image.width, c->image.channels, c->image.patch_size,
+            c->image.class_token ? "true" : "false");
     put(&w, "}");
     if (w.overflow) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: JSON does not fit in %zu bytes", size);
     return QKV_OK;
@@ -195,6 +255,23 @@ static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha
     return QKV_OK;
 }
 
+static qkv_status read_image(const qkv_json_value *obj, qkv_image_config *im) {
+    if (obj->type != QKV_JSON_OBJECT) return BAD("\"image\" must be an object");
+    for (int64_t i = 0; i < obj->count; i++) {
+        const qkv_json_value *v = &obj->items[i];
+        const char *k = v->key;
+        qkv_status st;
+        if (!strcmp(k, "height")) st = get_int(v, k, &im->height);
+        else if (!strcmp(k, "width")) st = get_int(v, k, &im->width);
+        else if (!strcmp(k, "channels")) st = get_int(v, k, &im->channels);
+        else if (!strcmp(k, "patch_size")) st = get_int(v, k, &im->patch_size);
+        else if (!strcmp(k, "class_token")) st = get_bool(v, k, &im->class_token);
+        else st = BAD("unknown key \"image.%s\"", k);
+        if (st) return st;
+    }
+    return QKV_OK;
+}
+
 qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
     if (!json || !c) return BAD("NULL argument");
     qkv_json_doc *doc = NULL;
@@ -235,6 +312,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "self_attn")) st = read_attn(v, k, &c->self_attn);
             else if (!strcmp(k, "dec_self_attn")) st = read_attn(v, k, &c->dec_self_attn);
             else if (!strcmp(k, "cross_attn")) st = read_attn(v, k, &c->cross_attn);
+            else if (!strcmp(k, "image")) st = read_image(v, &c->image);
             else st = BAD("unknown key \"%s\"", k);
         }
     }

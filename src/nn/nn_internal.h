@@ -41,4 +41,12 @@ qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor
 qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos,
                              qkv_tensor *ids, int64_t offset);
 
+/* The image front-end (patch_embed.c): register and initialise patch_embed.proj, class_token and
+ * pos_embedding; embed pixels (B, H_img, W_img, Ch) -> (B, L, C) (shape checked, dropout
+ * applied); pool the encoder output (B, L, C) -> (B, C) ([CLS] row or mean). */
+qkv_status qkv__image_register(qkv_model *m);
+void qkv__image_init(qkv_model *m, uint64_t seed);
+qkv_tensor *qkv__image_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixels);
+qkv_tensor *qkv__image_pool(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *h);
+
 #endif

@@ -148,6 +148,16 @@ static qkv_tensor *mixed_decoder_input(qkv_ctx *ctx, const qkv_trainer *t, const
     return mixed;
 }
 
+/* Image models: the batch's pixels as a (B, H_img, W_img, Ch) tensor. */
+static qkv_tensor *pixels_of(qkv_ctx *ctx, const qkv_model_config *c, const qkv_train_batch *b) {
+    const int32_t *s = b->image_shape;
+    if (!b->pixels) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "trainer: the batch has no pixels (the model reads images)");
+    if (s[0] != c->image.height || s[1] != c->image.width || s[2] != c->image.channels)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "trainer: batch images %d x %d x %d do not match the model's %d x %d x %d", s[0],
+                        s[1], s[2], c->image.height, c->image.width, c->image.channels);
+    return qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){b->batch, s[0], s[1], s[2]}, b->pixels);
+}
+
 /* Forward of the batch to the scalar loss to minimise; *ce receives the cross-entropy. */
 static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batch *b, double p_gold, qkv_tensor **ce_out,
                               qkv_tensor **guided_out, int64_t *tokens) {
@@ -155,7 +165,8 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     const qkv_model_config *c = &m->cfg;
     const int64_t B = b->batch;
     if (B < 1) return QKV_FAIL(ctx, QKV_ERR_SHAPE, "trainer: empty batch");
-    qkv_tensor *src = ids(ctx, b->src, B, c->arch == QKV_ARCH_DECODER ? b->tgt_len : b->src_len, "src");
+    const bool image = qkv_model_is_image(c);
+    qkv_tensor *src = image ? pixels_of(ctx, c, b) : ids(ctx, b->src, B, c->arch == QKV_ARCH_DECODER ? b->tgt_len : b->src_len, "src");
     qkv_tensor *logits = NULL, *targets = NULL;
     int32_t ignore = c->pad_id;
     *guided_out = NULL;
@@ -176,7 +187,7 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     }
     case QKV_ARCH_ENCODER:
         if (!b->labels) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "trainer: the batch has no labels");
-        logits = qkv_model_classify(ctx, m, src, NULL);
+        logits = image ? qkv_model_classify_image(ctx, m, src, NULL) : qkv_model_classify(ctx, m, src, NULL);
         targets = c->head == QKV_HEAD_POOLED ? qkv_tensor_from(ctx, QKV_I32, 1, (int64_t[]){B}, b->labels)
                                              : ids(ctx, b->labels, B, b->src_len, "labels");
         ignore = QKV_NO_LABEL;

@@ -34,6 +34,15 @@ extern "C" {
  * fails for odd C). A constant: the output never requires a gradient. T, C, offset >= 0. */
 QKV_API qkv_tensor *qkv_sinusoidal_pe(qkv_ctx *ctx, int64_t T, int64_t C, int64_t offset);
 
+/* Fixed 2-D sin-cos table of a rows x cols grid (MoCo v3, Chen et al. 2021; MAE, He et al.
+ * 2022), cells in raster order n = r cols + c, C a positive multiple of 4, Q = C / 4:
+ *   pe[n, k] = sin(r w_k), pe[n, Q + k] = cos(r w_k),
+ *   pe[n, 2Q + k] = sin(c w_k), pe[n, 3Q + k] = cos(c w_k),   w_k = 10000^(-k / Q), k < Q
+ * -> (rows * cols, C): the first half encodes the row, the second the column (MAE's
+ * get_2d_sincos_pos_embed has the two halves the other way round). A constant: never requires a
+ * gradient. rows, cols >= 0. */
+QKV_API qkv_tensor *qkv_sincos_2d_pe(qkv_ctx *ctx, int64_t rows, int64_t cols, int64_t C);
+
 /* Rotary embedding (Su et al. 2021) of x (..., T, D), D even, positions p = offset+t:
  *   (y[2i], y[2i+1]) = rot(p theta_i) (x[2i], x[2i+1]),  theta_i = base^(-2i/D)
  * (the interleaved pairs of the paper, of GPT-J and of the original LLaMA code). The

@@ -41,4 +41,9 @@ qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor
 qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos,
                              qkv_tensor *ids, int64_t offset);
 
+/* Non-autoregressive models (nat.c): register length_head.{weight,bias} after the other
+ * parameters, and initialise them (deterministic in seed). */
+qkv_status qkv__nat_register(qkv_model *m);
+void qkv__nat_init(qkv_model *m, uint64_t seed);
+
 #endif

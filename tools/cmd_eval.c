@@ -95,7 +95,9 @@ int qkv_cmd_eval(int argc, char **argv) {
         s.decode.length_beam = length_beam;
     }
     char what[64];
-    if (iterations > 0) snprintf(what, sizeof what, "mask-predict, %d iterations, %d lengths", iterations, length_beam);
+    if (iterations > 0)
+        snprintf(what, sizeof what, "mask-predict, %d iteration%s, %d length%s", iterations, iterations > 1 ? "s" : "",
+                 length_beam, length_beam > 1 ? "s" : "");
     else snprintf(what, sizeof what, beam > 1 ? "beam search %d" : "greedy", beam);
     seq2seq_eval_set e;
     qkv_wer_counts wc;

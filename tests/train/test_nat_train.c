@@ -252,6 +252,53 @@ TEST(nat_trainer_rejects_bad_configs_and_batches) {
     qkv_model_free(m);
 }
 
+/* Training (with dropout and masking) and mask-predict decoding give the same bits with 1 and 2
+ * threads. */
+TEST(nat_training_and_decoding_are_the_same_on_1_and_2_threads) {
+    const int saved = qkv_get_num_threads();
+    qkv_real *params[2] = {NULL, NULL};
+    qkv_hypotheses h[2];
+    memset(h, 0, sizeof h);
+    reverse_batch rb;
+    for (int k = 0; k < 2; k++) {
+        qkv_set_num_threads(k + 1);
+        qkv_model *m = nat_model(6, 0.1, 16, 1);
+        qkv_trainer *t = NULL;
+        qkv_train_config c = quick_config(100);
+        CHECK_OK(qkv_trainer_new(m, &c, &t));
+        for (int s = 0; s < 3 && t; s++) {
+            make_reverse_batch(&rb, (uint64_t)s);
+            CHECK_OK(qkv_trainer_step(t, &rb.batch, NULL));
+        }
+        params[k] = copy_params(m);
+        int32_t src[B * W];
+        int n = 0;
+        for (int r = 0; r < B; r++)
+            for (int i = 0; i < rb.len[r]; i++)
+                src[n++] = rb.src[r * W + i];
+        qkv_decode_params p = qkv_decode_default_params();
+        p.strategy = QKV_DECODE_MASK_PREDICT;
+        p.iterations = 3;
+        p.length_beam = 2;
+        p.kernels = qkv_test_kernels;
+        CHECK_OK(qkv_decode(m, src, rb.len, B, &p, &h[k]));
+        qkv_trainer_free(t);
+        if (k == 1) {
+            CHECK(memcmp(params[0], params[1],
+                         sizeof(qkv_real) * (size_t)qkv_params_numel(m->params)) == 0);
+            for (int r = 0; h[0].count && h[1].count && r < B; r++)
+                CHECK(h[0].hyp[r].length == h[1].hyp[r].length &&
+                      h[0].hyp[r].score == h[1].hyp[r].score &&
+                      memcmp(h[0].hyp[r].tokens, h[1].hyp[r].tokens,
+                             sizeof(int32_t) * (size_t)h[0].hyp[r].length) == 0);
+        }
+        qkv_model_free(m);
+    }
+    qkv_set_num_threads(saved);
+    free(params[0]), free(params[1]);
+    qkv_hypotheses_free(&h[0]), qkv_hypotheses_free(&h[1]);
+}
+
 /* Held-out reversals decoded by mask-predict with `iterations` passes (length_beam 1): exact
  * matches and right lengths out of 4 batches. */
 static void reverse_accuracy(const qkv_model *m, int32_t iterations, int *exact, int *lengths_right,

@@ -138,22 +138,21 @@ static qkv_status predict(const dec_job *j, qkv_ctx *ctx, const qkv_real *memory
 }
 
 /* Input b's K rows, best average log-probability first (stable: ties keep the length order), into
- * its n_best hypothesis slots. */
+ * its n_best hypothesis slots. order: K ints of scratch. */
 static qkv_status store(const dec_job *j, const mp_row *rows, int32_t K, int32_t b,
                         int32_t *order) {
-    for (int32_t k = 0; k < K; k++)
-        order[k] = b * K + k;
-    double *avg = malloc(sizeof(double) * (size_t)K);
-    if (!avg) return QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
+    const mp_row *cand = rows + (size_t)b * K;
+    double *sum = malloc(sizeof(double) * (size_t)K);
+    if (!sum) return QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
     for (int32_t k = 0; k < K; k++) {
-        const mp_row *r = &rows[b * K + k];
-        double sum = 0;
-        for (int32_t i = 0; i < r->L; i++)
-            sum += r->score[i];
-        avg[k] = sum / r->L;
+        order[k] = k;
+        sum[k] = 0;
+        for (int32_t i = 0; i < cand[k].L; i++)
+            sum[k] += cand[k].score[i];
     }
-    for (int32_t k = 1; k < K; k++) /* insertion sort by avg, descending, stable */
-        for (int32_t q = k; q > 0 && avg[order[q] - b * K] > avg[order[q - 1] - b * K]; q--) {
+#define AVG(k) (sum[k] / cand[k].L)
+    for (int32_t k = 1; k < K; k++) /* insertion sort by average, descending, stable */
+        for (int32_t q = k; q > 0 && AVG(order[q]) > AVG(order[q - 1]); q--) {
             const int32_t tmp = order[q];
             order[q] = order[q - 1];
             order[q - 1] = tmp;
@@ -161,7 +160,7 @@ static qkv_status store(const dec_job *j, const mp_row *rows, int32_t K, int32_t
     qkv_status st = QKV_OK;
     const int32_t n = K < j->p.n_best ? K : j->p.n_best;
     for (int32_t k = 0; k < n && !st; k++) {
-        const mp_row *r = &rows[order[k]];
+        const mp_row *r = &cand[order[k]];
         qkv_hypothesis *h = &j->out->hyp[(size_t)b * j->p.n_best + (size_t)k];
         h->tokens = malloc(sizeof(int32_t) * (size_t)r->L);
         if (!h->tokens) {
@@ -170,12 +169,13 @@ static qkv_status store(const dec_job *j, const mp_row *rows, int32_t K, int32_t
         }
         memcpy(h->tokens, r->tok, sizeof(int32_t) * (size_t)r->L);
         h->length = r->L;
-        h->norm_score = avg[order[k] - b * K];
-        h->score = h->norm_score * r->L;
+        h->score = sum[order[k]];
+        h->norm_score = AVG(order[k]);
         h->finished = true;
         j->out->count[b]++;
     }
-    free(avg);
+#undef AVG
+    free(sum);
     return st;
 }
 

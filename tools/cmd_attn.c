@@ -8,7 +8,9 @@
  *
  * Axes: encoder maps have the input symbols on both axes; decoder rows are labelled with the token
  * each position predicts (y1 .. yn, <eos>), decoder columns with the decoder inputs (<bos>,
- * y1 .. yn) for self-attention and the input symbols for cross-attention.
+ * y1 .. yn) for self-attention and the input symbols for cross-attention. A non-autoregressive run
+ * (model.nat) decodes INPUT by mask-predict and its decoder reads the output itself (y1 .. yn, no
+ * <bos> / <eos>), every position seeing every other.
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -103,7 +105,7 @@ int qkv_cmd_attn(int argc, char **argv) {
     for (int32_t i = 0; i < S; i++) src_label[i] = qkv_vocab_symbol(r.src, src[i]);
     /* the output, greedily */
     qkv_decode_params dp = qkv_decode_default_params();
-    dp.strategy = QKV_DECODE_GREEDY;
+    dp.strategy = c->nat ? QKV_DECODE_MASK_PREDICT : QKV_DECODE_GREEDY;
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;
     dp.max_len = c->max_len < MAX_LEN ? 0 : MAX_LEN - 1; /* the model's limit, within the label arrays */
@@ -119,7 +121,10 @@ int qkv_cmd_attn(int argc, char **argv) {
     in_label[0] = "<bos>";
     for (int32_t t = 0; t < T; t++) {
         out_label[t] = qkv_vocab_symbol(r.tgt, h.hyp[0].tokens[t]);
-        if (t + 1 < T) {
+        if (c->nat) { /* the decoder reads the output itself */
+            tgt_in[t] = h.hyp[0].tokens[t];
+            in_label[t] = out_label[t];
+        } else if (t + 1 < T) {
             tgt_in[t + 1] = h.hyp[0].tokens[t];
             in_label[t + 1] = out_label[t];
         }
@@ -148,7 +153,9 @@ int qkv_cmd_attn(int argc, char **argv) {
                 qkv_tensor *w = stack == 0 ? w_enc[l] : stack == 1 ? w_self[l] : w_cross[l]; /* (1, H, rows, cols) */
                 const int64_t rows = w->shape[2], cols = w->shape[3];
                 maps[k] = (qkv_attn_map){.stack = stack == 0 ? "encoder" : "decoder", .layer = l, .head = (int)hd,
-                                         .kind = stack == 0 ? QKV_ATTN_SELF : stack == 1 ? QKV_ATTN_MASKED_SELF : QKV_ATTN_CROSS,
+                                         .kind = stack == 0 || (stack == 1 && c->nat) ? QKV_ATTN_SELF
+                                                 : stack == 1                      ? QKV_ATTN_MASKED_SELF
+                                                                                   : QKV_ATTN_CROSS,
                                          .rows = rows, .cols = cols, .dtype = QKV_REAL,
                                          .weights = (const qkv_real *)w->data + hd * rows * cols,
                                          .row_labels = stack == 0 ? src_label : out_label,

@@ -2,7 +2,8 @@
  * cmd_decode.c: `qkv decode RUN [FILE...]`: read one input per line (a word for G2P) from the
  * files or stdin, and write its decoded output: "input<TAB>output" (with --nbest N, N lines per
  * input with their scores). Beam search by default; --greedy; --sample with temperature, top-k,
- * top-p and a seed. Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
+ * top-p and a seed; --mask-predict K [--length-beam L] for non-autoregressive runs (their
+ * default). Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
  * A symbol missing from the vocabulary, or an input longer than the model accepts, is an error
  * naming the file and line.
  */
@@ -14,11 +15,14 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample] [--nbest N] [--stream]\n"
-               "                      [--temperature T] [--top-k K] [--top-p P] [--seed S] [--tokens]\n\n"
+    fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample | --mask-predict K] [--nbest N]\n"
+               "                      [--length-beam L] [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
+               "                      [--seed S] [--tokens]\n\n"
                "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
                "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
-               "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n\n"
+               "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
+               "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
+               "parallel pass) over the L most probable target lengths (default 5, at least N).\n\n"
                "examples:\n"
                "  echo qubit | qkv decode runs/g2p\n"
                "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
@@ -97,7 +101,7 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.strategy = QKV_DECODE_BEAM;
     dp.beam_size = 4;
     dp.n_best = 1;
-    bool stream = false, tokens = false;
+    bool stream = false, tokens = false, strategy_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
@@ -105,12 +109,17 @@ int qkv_cmd_decode(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--beam") && has) {
-            dp.strategy = QKV_DECODE_BEAM;
+            dp.strategy = QKV_DECODE_BEAM, strategy_set = true;
             dp.beam_size = atoi(argv[++i]);
         } else if (!strcmp(a, "--greedy")) {
-            dp.strategy = QKV_DECODE_GREEDY;
+            dp.strategy = QKV_DECODE_GREEDY, strategy_set = true;
         } else if (!strcmp(a, "--sample")) {
-            dp.strategy = QKV_DECODE_SAMPLE;
+            dp.strategy = QKV_DECODE_SAMPLE, strategy_set = true;
+        } else if (!strcmp(a, "--mask-predict") && has) {
+            dp.strategy = QKV_DECODE_MASK_PREDICT, strategy_set = true;
+            dp.iterations = atoi(argv[++i]);
+        } else if (!strcmp(a, "--length-beam") && has) {
+            dp.length_beam = atoi(argv[++i]);
         } else if (!strcmp(a, "--nbest") && has) {
             dp.n_best = atoi(argv[++i]);
         } else if (!strcmp(a, "--temperature") && has) {
@@ -135,7 +144,8 @@ int qkv_cmd_decode(int argc, char **argv) {
             return 2;
         }
     }
-    if (!run) {
+    if (!run || (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.iterations < 1) || dp.length_beam < 1) {
+        if (run) fprintf(stderr, "qkv decode: --mask-predict and --length-beam take a number >= 1\n");
         usage(stderr);
         return 2;
     }
@@ -145,6 +155,8 @@ int qkv_cmd_decode(int argc, char **argv) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
+    if (r.model->cfg.nat && !strategy_set) dp.strategy = QKV_DECODE_MASK_PREDICT; /* the only way to decode it */
+    if (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.n_best > dp.length_beam) dp.length_beam = dp.n_best;
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;
     dp.max_len = 0; /* up to the model's limit */

@@ -1,7 +1,7 @@
 /*
- * cmd_eval.c: `qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N]`: decode every word of a
- * pairs file with a trained model and report the multi-reference WER and PER (each word scored
- * against its closest reference; DATA.md section 4).
+ * cmd_eval.c: `qkv eval RUN DATA.tsv [--beam K | --greedy | --mask-predict K] [--show N]`: decode
+ * every word of a pairs file with a trained model and report the multi-reference WER and PER (each
+ * word scored against its closest reference; DATA.md section 4) and the decoding speed.
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -13,10 +13,13 @@
 #include <time.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N] [--tokens] [--threads N]\n\n"
+    fprintf(f, "usage: qkv eval RUN DATA.tsv [--beam K | --greedy | --mask-predict K [--length-beam L]] [--show N]\n"
+               "                [--tokens] [--threads N]\n\n"
                "Decode the words of DATA.tsv (word<TAB>PH PH ..., variants on consecutive lines) with the model of RUN\n"
                "(a run directory of qkv train, or a model .safetensors with src.vocab and tgt.vocab beside it) and\n"
                "print the word error rate and phone error rate against the closest reference of each word.\n"
+               "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
+               "parallel pass) over the L most probable target lengths (default 5).\n"
                "--show N prints the first N words with their hypothesis and (first) reference; --tokens for runs\n"
                "trained with data.src_tokens (space-separated source tokens).\n\n"
                "example:\n"
@@ -25,16 +28,28 @@ static void usage(FILE *f) {
 
 int qkv_cmd_eval(int argc, char **argv) {
     const char *run = NULL, *data = NULL;
-    int beam = 4, show = 0, threads = 0;
-    bool tokens = false;
+    int beam = 4, show = 0, threads = 0, iterations = 0, length_beam = 5;
+    bool tokens = false, strategy_set = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--beam") && i + 1 < argc) {
-            beam = atoi(argv[++i]);
+            beam = atoi(argv[++i]), iterations = 0, strategy_set = true;
         } else if (!strcmp(argv[i], "--greedy")) {
-            beam = 1;
+            beam = 1, iterations = 0, strategy_set = true;
+        } else if (!strcmp(argv[i], "--mask-predict") && i + 1 < argc) {
+            iterations = atoi(argv[++i]), strategy_set = true;
+            if (iterations < 1 || iterations > 1000) {
+                fprintf(stderr, "qkv eval: --mask-predict %s: iterations must be in 1 .. 1000\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--length-beam") && i + 1 < argc) {
+            length_beam = atoi(argv[++i]);
+            if (length_beam < 1 || length_beam > 1024) {
+                fprintf(stderr, "qkv eval: --length-beam %s must be in 1 .. 1024\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--tokens")) {
             tokens = true;
         } else if (!strcmp(argv[i], "--show") && i + 1 < argc) {
@@ -73,14 +88,27 @@ int qkv_cmd_eval(int argc, char **argv) {
     s.decode.bos_id = QKV_VOCAB_BOS;
     s.decode.eos_id = QKV_VOCAB_EOS;
     s.decode.max_len = 0; /* up to the model's limit */
+    if (r.model->cfg.nat && !strategy_set) iterations = 10; /* a nat model decodes with mask-predict */
+    if (iterations > 0) {
+        s.decode.strategy = QKV_DECODE_MASK_PREDICT;
+        s.decode.iterations = iterations;
+        s.decode.length_beam = length_beam;
+    }
+    char what[64];
+    if (iterations > 0)
+        snprintf(what, sizeof what, "mask-predict, %d iteration%s, %d length%s", iterations, iterations > 1 ? "s" : "",
+                 length_beam, length_beam > 1 ? "s" : "");
+    else snprintf(what, sizeof what, beam > 1 ? "beam search %d" : "greedy", beam);
     seq2seq_eval_set e;
     qkv_wer_counts wc;
     seq2seq_hyps hyps;
     int rc = 1;
-    const clock_t c0 = clock();
+    struct timespec t0, t1;
+    clock_t c0 = 0;
     if (seq2seq_eval_set_load(data, &s, r.src, r.tgt, &e)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
-    } else if (seq2seq_evaluate(r.model, &e, &s.decode, 64, 0, &wc, show ? &hyps : NULL)) {
+    } else if (c0 = clock(), clock_gettime(CLOCK_MONOTONIC, &t0),
+               seq2seq_evaluate(r.model, &e, &s.decode, 64, 0, &wc, show ? &hyps : NULL)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         seq2seq_eval_set_free(&e);
     } else {
@@ -100,8 +128,11 @@ int qkv_cmd_eval(int argc, char **argv) {
             printf(refs > 1 ? " and %lld more)\n" : ")\n", (long long)(refs - 1));
         }
         if (show) seq2seq_free_hyps(&hyps);
-        printf("%s: %lld words, WER %.2f%%, PER %.2f%% (%s, CPU %.1f s)\n", data, (long long)wc.items, 100 * qkv_wer(&wc),
-               100 * qkv_per(&wc), beam > 1 ? "beam search" : "greedy", (double)(clock() - c0) / CLOCKS_PER_SEC);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("%s: %lld words, WER %.2f%%, PER %.2f%% (%s; decoding %.1f s, %.0f words/s, CPU %.1f s)\n", data,
+               (long long)wc.items, 100 * qkv_wer(&wc), 100 * qkv_per(&wc), what, wall,
+               (double)wc.items / (wall > 1e-9 ? wall : 1e-9), (double)(clock() - c0) / CLOCKS_PER_SEC);
         seq2seq_eval_set_free(&e);
         rc = 0;
     }

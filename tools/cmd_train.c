@@ -180,10 +180,12 @@ int qkv_cmd_train(int argc, char **argv) {
     if (resume) {
         if (!seq2seq_path(path, sizeof path, s.out_dir, "src.vocab") || qkv_vocab_load(path, &src_vocab)) goto done_err;
         if (!seq2seq_path(path, sizeof path, s.out_dir, "tgt.vocab") || qkv_vocab_load(path, &tgt_vocab)) goto done_err;
+        if (s.model.nat && seq2seq_nat_mask(tgt_vocab, false, &s.model.mask_id)) goto done_err;
     } else {
         if (qkv_vocab_build(train_corpus, QKV_FIELD_SRC, 1, true, &src_vocab) ||
             qkv_vocab_build(train_corpus, QKV_FIELD_TGT, 1, true, &tgt_vocab))
             goto done_err;
+        if (s.model.nat && seq2seq_nat_mask(tgt_vocab, true, &s.model.mask_id)) goto done_err;
         if (!seq2seq_path(path, sizeof path, s.out_dir, "src.vocab") || qkv_vocab_save(src_vocab, path)) goto done_err;
         if (!seq2seq_path(path, sizeof path, s.out_dir, "tgt.vocab") || qkv_vocab_save(tgt_vocab, path)) goto done_err;
     }
@@ -234,6 +236,7 @@ int qkv_cmd_train(int argc, char **argv) {
         if (qkv_batcher_next(batcher, &b)) goto done_err;
         qkv_train_batch tb = {.batch = (int32_t)b.rows, .src_len = (int32_t)b.src_cols, .tgt_len = (int32_t)b.dec_cols,
                               .src = b.src, .tgt_in = b.dec_in, .tgt_out = b.dec_out};
+        if (s.model.nat) tb.tgt_in = NULL, tb.tgt_out = b.tgt, tb.tgt_len = (int32_t)b.tgt_cols; /* the target alone */
         qkv_step_stats st;
         if (qkv_trainer_step(trainer, &tb, &st)) goto done_err;
         smooth = isnan(smooth) ? st.loss : 0.98 * smooth + 0.02 * st.loss;

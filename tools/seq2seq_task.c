@@ -12,7 +12,7 @@ static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"}
 static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
 static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
 static const char *ss_names[] = {"none", "linear", "exponential", "inverse_sigmoid"};
-static const char *strategy_names[] = {"greedy", "beam"};
+static const char *strategy_names[] = {"greedy", "beam", "mask_predict"};
 static const char *lp_names[] = {"none", "average", "gnmt"};
 #define N(a) a, (int)(sizeof a / sizeof *a)
 
@@ -67,9 +67,10 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
         return false;
     m->max_len = (int32_t)v;
     m->pad_id = QKV_VOCAB_PAD;
+    if (!config_bool(cfg, "model.nat", false, &m->nat)) return false; /* mask_id: seq2seq_nat_mask */
     if (!read_attention(cfg, "model.attention", &m->self_attn)) return false;
     m->dec_self_attn = m->self_attn;
-    m->dec_self_attn.relpos_bidirectional = false;
+    m->dec_self_attn.relpos_bidirectional = m->nat; /* a nat decoder looks both ways */
     m->cross_attn = m->self_attn;
     if (m->cross_attn.relpos != QKV_RELPOS_NONE && m->cross_attn.relpos != QKV_RELPOS_ALIBI &&
         m->cross_attn.relpos != QKV_RELPOS_T5)
@@ -104,6 +105,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
         !config_double(cfg, "train.ss_min_gold", t->ss_min_gold, 0, 1, &t->ss_min_gold) ||
         !config_double(cfg, "train.guided_weight", 0, 0, 1e6, &t->guided_weight) ||
         !config_double(cfg, "train.guided_sigma", 0.2, 1e-6, 1e6, &t->guided_sigma) ||
+        !config_double(cfg, "train.length_weight", 0.1, 0, 1e6, &t->length_weight) ||
         !config_int(cfg, "train.eval_every", 500, 1, INT64_C(1) << 40, &s->eval_every) ||
         !config_int(cfg, "train.log_every", 50, 1, INT64_C(1) << 40, &s->log_every) ||
         !config_int(cfg, "train.threads", 0, 0, 4096, &s->threads))
@@ -113,8 +115,23 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     *p = qkv_decode_default_params();
     p->bos_id = QKV_VOCAB_BOS;
     p->eos_id = QKV_VOCAB_EOS;
-    if (!config_enum(cfg, "eval.strategy", 1, N(strategy_names), &e)) return false;
-    p->strategy = e ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
+    if (!config_enum(cfg, "eval.strategy", m->nat ? 2 : 1, N(strategy_names), &e)) return false;
+    p->strategy = e == 2 ? QKV_DECODE_MASK_PREDICT : e ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
+    if ((e == 2) != m->nat) { /* only an explicit eval.strategy can disagree with model.nat */
+        const config_entry *at = NULL;
+        for (int i = 0; i < cfg->n; i++)
+            if (!strcmp(cfg->entries[i].key, "eval.strategy")) at = &cfg->entries[i]; /* the last one counts */
+        char where[300] = "--set";
+        if (at && at->line > 0) snprintf(where, sizeof where, "%s:%d", at->file, at->line);
+        snprintf(cfg->error, sizeof cfg->error, "%s: eval.strategy = %s %s", where, strategy_names[e],
+                 m->nat ? "cannot decode a model.nat = true model (use mask_predict)"
+                        : "needs model.nat = true (a non-autoregressive model)");
+        return false;
+    }
+    if (!config_int(cfg, "eval.iterations", 10, 1, 1000, &v)) return false;
+    p->iterations = (int32_t)v;
+    if (!config_int(cfg, "eval.length_beam", 5, 1, 1024, &v)) return false;
+    p->length_beam = (int32_t)v;
     if (!config_int(cfg, "eval.beam", 4, 1, 1024, &v)) return false;
     p->beam_size = (int32_t)v;
     p->n_best = 1;
@@ -128,6 +145,18 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
         !config_int(cfg, "eval.max_items", 0, 0, INT64_MAX, &s->eval_max_items))
         return false;
     return true;
+}
+
+qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id) {
+    const int32_t id = qkv_vocab_find(tgt, SEQ2SEQ_MASK, strlen(SEQ2SEQ_MASK));
+    if (add && id >= 0)
+        return qkv_set_error(QKV_ERR_FORMAT, "the training targets contain the symbol %s, which model.nat reserves",
+                             SEQ2SEQ_MASK);
+    if (!add && id < 0)
+        return qkv_set_error(QKV_ERR_FORMAT, "tgt.vocab has no %s symbol: the run was not trained with model.nat = true",
+                             SEQ2SEQ_MASK);
+    *mask_id = id;
+    return add ? qkv_vocab_add(tgt, SEQ2SEQ_MASK, strlen(SEQ2SEQ_MASK), mask_id) : QKV_OK;
 }
 
 bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name) {

@@ -53,6 +53,13 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
                             int64_t batch, int64_t max_items, qkv_wer_counts *counts, seq2seq_hyps *hyp_out);
 void seq2seq_free_hyps(seq2seq_hyps *h);
 
+/* Non-autoregressive runs (model.nat): the decoder's mask token is the symbol "<mask>" of the
+ * target vocabulary, added after the data symbols when the vocabulary is built (add: an error when
+ * the data already use it) and found again in a saved tgt.vocab (!add: an error when absent);
+ * its id goes to *mask_id (qkv_model_config.mask_id). */
+#define SEQ2SEQ_MASK "<mask>"
+qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id);
+
 /* "<dir>/<name>" into buf; false when it does not fit. */
 bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name);
 

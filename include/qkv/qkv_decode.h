@@ -1,7 +1,8 @@
 /*
  * qkv_decode.h: autoregressive decoding of encoder-decoder models and decoder-only language
  * models: greedy search, beam search (length penalties, n-best lists with scores) and sampling
- * (temperature, top-k, top-p), batched, with a KV cache. docs/decoding.md has the details.
+ * (temperature, top-k, top-p), batched, with a KV cache; and mask-predict for non-autoregressive
+ * encoder-decoders (qkv_model_config.nat). docs/decoding.md has the details.
  *
  * Two layers, as whisper.cpp / llama.cpp split model and state:
  *
@@ -81,9 +82,13 @@ QKV_API const qkv_ctx *qkv_session_ctx(const qkv_session *s);
  */
 
 typedef enum qkv_decode_strategy {
-    QKV_DECODE_GREEDY = 0, /* argmax at every step (ties: the lowest id) */
-    QKV_DECODE_BEAM = 1,   /* beam search */
-    QKV_DECODE_SAMPLE = 2  /* ancestral sampling */
+    QKV_DECODE_GREEDY = 0,      /* argmax at every step (ties: the lowest id) */
+    QKV_DECODE_BEAM = 1,        /* beam search */
+    QKV_DECODE_SAMPLE = 2,      /* ancestral sampling */
+    QKV_DECODE_MASK_PREDICT = 3 /* non-autoregressive models (nat) only: the length_beam most
+                                   probable lengths, each decoded by `iterations` passes of
+                                   mask-predict (Ghazvininejad et al. 2019; iterations 1 = parallel
+                                   decoding, Gu et al. 2018); src/infer/mask_predict.c */
 } qkv_decode_strategy;
 
 /* How a finished hypothesis of `length` tokens (EOS included) and log-probability `score` is
@@ -96,7 +101,8 @@ typedef enum qkv_length_penalty {
 
 typedef struct qkv_decode_params {
     qkv_decode_strategy strategy; /* default BEAM */
-    int32_t max_len;   /* most generated tokens per hypothesis, EOS included; 0 (default): as many
+    int32_t max_len;   /* most generated tokens per hypothesis, EOS included (mask-predict: the
+                          longest target length considered); 0 (default): as many
                           as the model's max_len allows (encoder-decoder: max_len; decoder-only:
                           max_len + 1 - the longest prompt) */
     int32_t beam_size; /* beam search: K >= 1 (default 4) */
@@ -115,6 +121,9 @@ typedef struct qkv_decode_params {
                             (default 2) */
     bool use_cache;      /* default true; false: the uncached reference (see qkv_session_params) */
     qkv_kernels kernels; /* default FAST */
+    int32_t iterations;  /* mask-predict: decoder passes T >= 1 (default 10, the paper's) */
+    int32_t length_beam; /* mask-predict: length candidates l >= 1 per input, n_best <= l
+                            (default 5, the paper's) */
 } qkv_decode_params;
 
 QKV_API qkv_decode_params qkv_decode_default_params(void);
@@ -123,11 +132,13 @@ QKV_API qkv_decode_params qkv_decode_default_params(void);
 QKV_API double qkv_length_penalty_value(qkv_length_penalty kind, double alpha, int32_t length);
 
 typedef struct qkv_hypothesis {
-    int32_t *tokens;   /* (length) generated ids; EOS is the last one when finished */
+    int32_t *tokens;   /* (length) generated ids; EOS is the last one when finished (mask-predict:
+                          the predicted tokens, no EOS) */
     int32_t length;    /* >= 1 */
     double score;      /* sum of the log-probabilities of the tokens */
-    double norm_score; /* score / lp(length): the ranking key */
-    bool finished;     /* ended with EOS (false: stopped at max_len) */
+    double norm_score; /* score / lp(length): the ranking key (mask-predict: score / length, the
+                          average log-probability, whatever length_penalty says) */
+    bool finished;     /* ended with EOS (false: stopped at max_len); mask-predict: true */
 } qkv_hypothesis;
 
 typedef struct qkv_hypotheses {

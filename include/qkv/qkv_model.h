@@ -19,6 +19,7 @@
  *   image encoder (ViT-style; src/nn/patch_embed.c, docs/images.md): patch_embed.proj.{weight,bias}
  *                  (C, P*P*Ch), class_token (1, 1, C), pos_embedding (1, L, C), then the
  *                  encoder-only names (encoder.layers.<i>.*, encoder.norm.*, head.*).
+ *   non-autoregressive (nat) encoder-decoders add length_head.{weight,bias} (max_len + 1, C).
  *
  * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
  * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then
@@ -88,6 +89,13 @@ typedef struct qkv_model_config {
     qkv_mha_config cross_attn; /* encoder-decoder: cross-attention */
     /* encoder-only image models (src_vocab 0, head pooled, scale_embeddings false) */
     qkv_image_config image;
+    /* Non-autoregressive encoder-decoder (conditional masked LM, Ghazvininejad et al. 2019;
+     * src/nn/nat.c, docs/decoding.md): the decoder's self-attention has no causal mask, its input
+     * is the target with some tokens replaced by mask_id, and length_head predicts the target
+     * length from the mean of the encoder states. Trained by qkv_train.h's NAT mode, decoded by
+     * QKV_DECODE_MASK_PREDICT. */
+    bool nat;        /* default false */
+    int32_t mask_id; /* nat: the <mask> id of the target vocabulary (not pad_id); else -1 */
 } qkv_model_config;
 
 /* nn.Transformer's defaults at a given size: post-LN, ReLU, dropout 0.1, eps 1e-5, final norms,
@@ -121,6 +129,7 @@ typedef struct qkv_model {
     qkv_tensor *patch_w, *patch_b; /* image models: (C, P*P*Ch), (C) */
     qkv_tensor *class_token;       /* image models with a [CLS] token: (1, 1, C) */
     qkv_tensor *pos_embedding;     /* image models with learned positions: (1, L, C) */
+    qkv_tensor *length_w, *length_b; /* nat: length_head (max_len + 1, C), (max_len + 1) */
 } qkv_model;
 
 /* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
@@ -139,12 +148,18 @@ QKV_API qkv_status qkv_model_load(const char *path, qkv_model **out);
  * (B, H, S, S) are returned (this forces the unfused attention path). */
 QKV_API qkv_tensor *qkv_model_encode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
                                      qkv_tensor **weights_out);
-/* Decoder (encoder-decoder): tgt_in I32 (B, T) (BOS + target), memory (B, S, C), src I32 (B, S)
- * for its padding -> logits (B, T, V). self_weights_out / cross_weights_out: NULL or arrays of
+/* Decoder (encoder-decoder): tgt_in I32 (B, T) (BOS + target; nat: the target with masked
+ * positions set to mask_id, no causal mask), memory (B, S, C), src I32 (B, S) for its padding
+ * -> logits (B, T, V). self_weights_out / cross_weights_out: NULL or arrays of
  * n_decoder_layers pointers receiving (B, H, T, T) and (B, H, T, S). */
 QKV_API qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_in,
                                      qkv_tensor *memory, qkv_tensor *src,
                                      qkv_tensor **self_weights_out, qkv_tensor **cross_weights_out);
+/* Non-autoregressive encoder-decoder (nat): target-length logits (B, max_len + 1), class L =
+ * length L, from memory (B, S, C) averaged over the non-padded positions of src I32 (B, S):
+ * length_head(mean_s memory[b, s]) (src/nn/nat.c). */
+QKV_API qkv_tensor *qkv_model_length_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *memory,
+                                            qkv_tensor *src);
 /* Encoder-only: src I32 (B, S) -> logits (B, S, K) (token head) or (B, K) (pooled head). */
 QKV_API qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
                                        qkv_tensor **weights_out);

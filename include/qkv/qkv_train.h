@@ -9,6 +9,18 @@
  *   encoder, pooled  src (B, S), labels (B)
  *   decoder-only     tokens (B, T) in src; the targets are the tokens shifted left (tgt_out)
  *   image encoder    pixels (B, H_img, W_img, Ch) real (no src), image_shape, labels (B)
+ *   non-autoregressive encoder-decoder (model nat)
+ *                    src (B, S), tgt_out (B, T) = the target alone (no BOS, no EOS), each row's
+ *                    tokens first and pad_id after them (the padding gives the true length);
+ *                    tgt_in is not read (may be NULL)
+ *
+ * Non-autoregressive training (conditional masked LM, Ghazvininejad et al. 2019, section 3.1;
+ * src/train/nat_loss.c): per sentence b with L_b target tokens, n_b is drawn uniformly from
+ * 1 .. L_b and n_b positions uniformly without replacement (qkv_nat_sample_mask, from the
+ * trainer's Philox position, so steps stay deterministic and resume bit-identically); the decoder
+ * reads the target with those positions set to mask_id and the loss is
+ *   label-smoothed cross-entropy over the masked positions of the batch
+ *   + length_weight x cross-entropy of the length logits against L_b (mean over sentences).
  *
  * Scheduled sampling (Bengio et al. 2015) in the two-pass form of Mihaylova & Martins (2019):
  * pass 1 decodes the batch with teacher forcing and no gradient; pass 2 decodes again where each
@@ -56,10 +68,14 @@ typedef struct qkv_train_config {
     /* guided attention (encoder-decoder only) */
     double guided_weight;   /* 0 disables */
     double guided_sigma;    /* g, default 0.2 */
+    /* non-autoregressive models (nat): weight of the length loss (default 0.1, fairseq's
+     * length_loss_factor) */
+    double length_weight;
 } qkv_train_config;
 
 /* AdamW (betas 0.9, 0.98, eps 1e-9, weight decay 0.01), warm-up 4000 + inverse square root,
- * clipping at 1, label smoothing 0.1, no accumulation, no scheduled sampling or guidance. */
+ * clipping at 1, label smoothing 0.1, no accumulation, no scheduled sampling or guidance, length
+ * weight 0.1. */
 QKV_API qkv_train_config qkv_train_default_config(void);
 /* The probability of feeding the gold token at optimiser step `step` (1 for QKV_SS_NONE). */
 QKV_API double qkv_ss_gold_probability(const qkv_train_config *c, int64_t step);
@@ -84,6 +100,30 @@ QKV_API qkv_tensor *qkv_guided_attention_loss(qkv_ctx *ctx, qkv_tensor *const *m
                                               const int32_t *src_len, const int32_t *tgt_len,
                                               double sigma);
 
+/* The masks of non-autoregressive training for a target batch tgt (B, T) (each row: L_b >= 1
+ * tokens, then pad_id): row b masks n_b = 1 + floor(u_b L_b) positions, u_b =
+ * qkv_rng_uniform(seed, step, 0x4E41, b), namely the n_b positions t < L_b with the smallest keys
+ * qkv_rng_uniform(seed, step, 0x4E42, b << 32 | t) (ties: the lower position). So n_b is uniform
+ * on 1 .. L_b up to the 2^-24 grain of u_b, the set is uniform given n_b, and a row's mask does not
+ * depend on the batch's other rows or width. masked (B, T) receives true at masked positions.
+ * Errors (QKV_ERR_INVALID_ARG): NULL arrays, B or T < 1, a row without tokens or with a token
+ * after padding. */
+QKV_API qkv_status qkv_nat_sample_mask(const int32_t *tgt, int32_t B, int32_t T, int32_t pad_id,
+                                       uint64_t seed, uint64_t step, bool *masked);
+
+/* The non-autoregressive loss of src I32 (B, S) and target tgt I32 (B, T) (as a NAT batch above)
+ * under the mask masked (B, T) (true only at token positions): the decoder reads tgt with masked
+ * positions set to mask_id;
+ *   token_ce  = mean over the masked positions of the label-smoothed cross-entropy,
+ *   length_ce = mean over rows of -log softmax(length logits)[L_b]     (no smoothing),
+ *   result    = token_ce + length_weight * length_ce                   -> scalar.
+ * token_ce_out / length_ce_out (may be NULL) receive the two terms. Forward code: errors set the
+ * context's sticky status (a target holding mask_id, a masked padding position, a row without
+ * tokens or with a token after padding, a model that is not nat) and return NULL. */
+QKV_API qkv_tensor *qkv_nat_loss(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, qkv_tensor *tgt,
+                                 const bool *masked, double label_smoothing, double length_weight,
+                                 qkv_tensor **token_ce_out, qkv_tensor **length_ce_out);
+
 typedef struct qkv_trainer qkv_trainer;
 
 /* The trainer keeps a reference to m (which must outlive it) and owns its context. */
@@ -91,9 +131,11 @@ QKV_API qkv_status qkv_trainer_new(qkv_model *m, const qkv_train_config *c, qkv_
 QKV_API void qkv_trainer_free(qkv_trainer *t); /* accepts NULL */
 
 typedef struct qkv_step_stats {
-    double loss;          /* mean cross-entropy of the batch (what is logged) */
+    double loss;          /* mean cross-entropy of the batch (what is logged; NAT: over the masked
+                             positions) */
+    double length_loss;   /* NAT: the length cross-entropy before its weight (0 otherwise) */
     double guided_loss;   /* guided attention term before its weight (0 when off) */
-    int64_t tokens;       /* target tokens that counted (non-pad) */
+    int64_t tokens;       /* target tokens that counted (non-pad; NAT: the masked ones) */
     double grad_norm;     /* before clipping; NaN until an optimiser step ran */
     double lr;            /* rate used by the optimiser step (0 when only accumulating) */
     double gold_probability; /* scheduled sampling's p_gold this step */
@@ -104,7 +146,8 @@ typedef struct qkv_step_stats {
  * accumulated batches are averaged. Malformed batches (ids outside the vocabulary, lengths over
  * max_len, shapes that do not fit the model) are errors with a message; the model is unchanged. */
 QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats);
-/* Loss of a batch without training (no dropout, no gradient). */
+/* Loss of a batch without training (no dropout, no gradient). NAT: the masked cross-entropy under
+ * the mask qkv_nat_sample_mask draws at the trainer's next RNG step (which it does not move). */
 QKV_API qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_train_batch *b, double *loss, int64_t *tokens);
 
 /* Optimiser steps taken so far. */

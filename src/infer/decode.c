@@ -35,6 +35,8 @@ qkv_decode_params qkv_decode_default_params(void) {
     p.eos_id = 2;
     p.use_cache = true;
     p.kernels = QKV_KERNELS_FAST;
+    p.iterations = 10;
+    p.length_beam = 5;
     return p;
 }
 
@@ -67,8 +69,19 @@ void qkv_hypotheses_free(qkv_hypotheses *h) {
 
 static qkv_status check_params(const char *fn, const qkv_decode_params *p, const qkv_model *m) {
     const int32_t V = m->cfg.tgt_vocab;
-    if ((unsigned)p->strategy > QKV_DECODE_SAMPLE)
+    if ((unsigned)p->strategy > QKV_DECODE_MASK_PREDICT)
         return BAD("%s: unknown strategy %d", fn, (int)p->strategy);
+    if (p->strategy == QKV_DECODE_MASK_PREDICT && !m->cfg.nat)
+        return BAD(
+            "%s: mask-predict decodes non-autoregressive models (nat); this one is autoregressive",
+            fn);
+    if (p->strategy != QKV_DECODE_MASK_PREDICT && m->cfg.nat)
+        return BAD("%s: the model is non-autoregressive (nat): decode it with mask-predict", fn);
+    if (p->strategy == QKV_DECODE_MASK_PREDICT &&
+        (p->iterations < 1 || p->length_beam < 1 || p->n_best > p->length_beam))
+        return BAD("%s: mask-predict needs iterations >= 1 (got %d) and length_beam >= 1 and >= "
+                   "n_best %d (got %d)",
+                   fn, p->iterations, p->n_best, p->length_beam);
     if (p->max_len < 0)
         return BAD("%s: max_len %d must be >= 0 (0: the model's limit)", fn, p->max_len);
     if (p->n_best < 1) return BAD("%s: n_best %d must be >= 1", fn, p->n_best);
@@ -233,9 +246,10 @@ static qkv_status run(dec_job *j) {
         return QKV_ERROR(QKV_ERR_OOM, "decode: out of memory for %d x %d hypotheses", j->batch,
                          j->p.n_best);
     }
-    qkv_status st = j->p.strategy == QKV_DECODE_GREEDY ? dec_greedy(j)
-                    : j->p.strategy == QKV_DECODE_BEAM ? dec_beam(j)
-                                                       : dec_sample(j);
+    qkv_status st = j->p.strategy == QKV_DECODE_GREEDY         ? dec_greedy(j)
+                    : j->p.strategy == QKV_DECODE_BEAM         ? dec_beam(j)
+                    : j->p.strategy == QKV_DECODE_MASK_PREDICT ? dec_mask_predict(j)
+                                                               : dec_sample(j);
     if (st) qkv_hypotheses_free(out);
     return st;
 }
@@ -255,9 +269,10 @@ static qkv_status job_init(const char *fn, dec_job *j, const qkv_model *m, qkv_a
     j->p = p ? *p : qkv_decode_default_params();
     qkv_status st = check_params(fn, &j->p, m);
     if (st) return st;
-    const int32_t width = j->p.strategy == QKV_DECODE_BEAM     ? j->p.beam_size
-                          : j->p.strategy == QKV_DECODE_SAMPLE ? j->p.n_best
-                                                               : 1;
+    const int32_t width = j->p.strategy == QKV_DECODE_BEAM           ? j->p.beam_size
+                          : j->p.strategy == QKV_DECODE_SAMPLE       ? j->p.n_best
+                          : j->p.strategy == QKV_DECODE_MASK_PREDICT ? j->p.length_beam
+                                                                     : 1;
     if ((int64_t)batch * width > INT32_MAX / 4)
         return BAD("%s: batch %d x %d rows per input is too many", fn, batch, width);
     j->batch = batch;

@@ -1,7 +1,7 @@
 /*
  * infer_internal.h: what the decoding files share: the session layout (session.c, step.c) and
  * the description of one decoding job with its helpers (decode.c) used by the search strategies
- * (greedy.c, beam.c, sample.c).
+ * (greedy.c, beam.c, sample.c, mask_predict.c).
  *
  * Dims: B inputs, N rows, L positions per row, S source length, C d_model, H heads, D = C / H,
  * V target vocabulary.
@@ -89,6 +89,14 @@ qkv_status dec_store(const dec_job *j, const qkv_session *s, int32_t row, int32_
 qkv_status dec_greedy(const dec_job *j);
 qkv_status dec_beam(const dec_job *j);
 qkv_status dec_sample(const dec_job *j);
+qkv_status dec_mask_predict(const dec_job *j); /* mask_predict.c: non-autoregressive models */
+
+/* Mask-predict's re-mask count after pass t of T (1 <= t < T) for a row of length L:
+ * floor(L (T - t) / T). */
+int32_t dec_mask_predict_count(int32_t L, int32_t T, int32_t t);
+/* masked[i] = whether position i is among the n of lowest score[0 .. L) (ties: the lower
+ * position first). */
+void dec_mask_lowest(const double *score, int32_t L, int32_t n, bool *masked);
 
 /* Decoding with independent rows (greedy and sampling): width rows per input, the token of each
  * row chosen by choose(user, logits row, position, input b, row-in-input i, &log-probabilities)

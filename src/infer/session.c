@@ -86,6 +86,10 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
     if (!ed && c->arch != QKV_ARCH_DECODER)
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "qkv_session_new: an encoder-only model does not decode");
+    if (c->nat)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_session_new: a non-autoregressive model (nat) has no "
+                         "incremental decoding; use qkv_decode with mask-predict");
     if (p->max_rows < 1)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: max_rows %d must be >= 1",
                          p->max_rows);

@@ -82,6 +82,7 @@ static qkv_status register_params(qkv_model *m) {
         snprintf(name, sizeof name, "%s.bias", head);
         st = add(m, name, 1, (int64_t[]){c->tgt_vocab}, &m->out_b);
     }
+    if (!st && c->nat) st = qkv__nat_register(m);
     return st;
 }
 
@@ -112,6 +113,7 @@ static void init_params(qkv_model *m, uint64_t seed) {
     if (m->out_w != m->tgt_embed && m->out_w != m->src_embed)
         qkv_init_uniform(m->out_w, -1 / sqrt(C), 1 / sqrt(C), seed, 1004);
     qkv_init_constant(m->out_b, 0);
+    if (c->nat) qkv__nat_init(m, seed);
 }
 
 qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model **out) {
@@ -272,7 +274,7 @@ qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_i
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "model_decode: memory %s does not match src %s", qkv_tensor_shape_str(memory, b0, sizeof b0),
                         qkv_tensor_shape_str(src, b1, sizeof b1));
     qkv_mask self_mask = qkv_mask_none(), cross_mask = qkv_mask_none();
-    self_mask.causal = true;
+    self_mask.causal = !m->cfg.nat; /* a non-autoregressive decoder sees every target position */
     self_mask.key_padding = padding_of(ctx, tgt_in, m->cfg.pad_id);
     cross_mask.key_padding = padding_of(ctx, src, m->cfg.pad_id);
     qkv_tensor *x = embed(ctx, m, m->tgt_embed, m->tgt_pos, tgt_in);

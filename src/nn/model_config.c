@@ -37,6 +37,8 @@ qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_
     c.dec_self_attn.relpos_bidirectional = false;
     c.cross_attn = qkv_mha_default_config(d_model, n_heads);
     if (arch == QKV_ARCH_DECODER) c.self_attn.relpos_bidirectional = false;
+    c.nat = false;
+    c.mask_id = -1;
     return c;
 }
 
@@ -128,6 +130,18 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
             return BAD("%s: unknown score (%d), normaliser (%d) or relative position kind (%d)",
                        i == 0 ? "self_attn" : i == 1 ? "dec_self_attn" : "cross_attn", (int)attn[i]->score,
                        (int)attn[i]->norm, (int)attn[i]->relpos);
+    if (c->nat && c->arch != QKV_ARCH_ENCODER_DECODER)
+        return BAD("nat (non-autoregressive decoding) needs an encoder-decoder model, not %s",
+                   c->arch == QKV_ARCH_ENCODER ? "an encoder-only one" : "a decoder-only one");
+    if (c->nat && (c->mask_id < 0 || c->mask_id >= c->tgt_vocab || c->mask_id == c->pad_id))
+        return BAD("nat: mask_id %d must be a target id in 0 .. %d other than pad_id %d", c->mask_id, c->tgt_vocab - 1,
+                   c->pad_id);
+    if (!c->nat && c->mask_id != -1) return BAD("mask_id %d is set but nat is false (-1 when not nat)", c->mask_id);
+    /* The first mask-predict pass feeds mask_id at every position: without absolute positions or
+     * Shaw's relative values, every value vector is the same and so is every position's output. */
+    if (c->nat && c->pos == QKV_POS_NONE && c->dec_self_attn.relpos != QKV_RELPOS_SHAW)
+        return BAD("nat needs absolute positions (pos sinusoidal or learned) or Shaw relative positions in "
+                   "dec_self_attn: from an all-mask input the decoder could not tell the positions apart");
     return QKV_OK;
 }
 
@@ -188,6 +202,7 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
         put(&w, ",\"image\":{\"height\":%d,\"width\":%d,\"channels\":%d,\"patch_size\":%d,\"class_token\":%s}",
             c->image.height, c->image.width, c->image.channels, c->image.patch_size,
             c->image.class_token ? "true" : "false");
+    if (c->nat) put(&w, ",\"nat\":true,\"mask_id\":%d", c->mask_id); /* absent: autoregressive */
     put(&w, "}");
     if (w.overflow) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: JSON does not fit in %zu bytes", size);
     return QKV_OK;
@@ -313,6 +328,8 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "dec_self_attn")) st = read_attn(v, k, &c->dec_self_attn);
             else if (!strcmp(k, "cross_attn")) st = read_attn(v, k, &c->cross_attn);
             else if (!strcmp(k, "image")) st = read_image(v, &c->image);
+            else if (!strcmp(k, "nat")) st = get_bool(v, k, &c->nat);
+            else if (!strcmp(k, "mask_id")) st = get_int(v, k, &c->mask_id);
             else st = BAD("unknown key \"%s\"", k);
         }
     }

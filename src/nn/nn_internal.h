@@ -48,5 +48,9 @@ qkv_status qkv__image_register(qkv_model *m);
 void qkv__image_init(qkv_model *m, uint64_t seed);
 qkv_tensor *qkv__image_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixels);
 qkv_tensor *qkv__image_pool(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *h);
+/* Non-autoregressive models (nat.c): register length_head.{weight,bias} after the other
+ * parameters, and initialise them (deterministic in seed). */
+qkv_status qkv__nat_register(qkv_model *m);
+void qkv__nat_init(qkv_model *m, uint64_t seed);
 
 #endif

@@ -1,13 +1,15 @@
 /*
  * trainer.c: one training step of a qkv_model (qkv_train.h): teacher forcing or two-pass
  * scheduled sampling, label-smoothed cross-entropy, optional guided attention, gradient
- * accumulation, clipping, and an optimiser step on a learning-rate schedule.
+ * accumulation, clipping, and an optimiser step on a learning-rate schedule; non-autoregressive
+ * models train on masked targets (nat_loss.c).
  *
  * Dims: B batch, S source length, T target length, V vocabulary, H heads.
  */
 #include "trainer_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Philox stream of scheduled sampling's coin flips (dropout uses small per-step streams). */
@@ -31,6 +33,7 @@ qkv_train_config qkv_train_default_config(void) {
     c.ss_min_gold = 0.75;
     c.guided_weight = 0;
     c.guided_sigma = 0.2;
+    c.length_weight = 0.1;
     return c;
 }
 
@@ -62,6 +65,11 @@ static qkv_status check_config(const qkv_model *m, const qkv_train_config *c) {
     if (!(c->guided_weight >= 0) || !(c->guided_sigma > 0))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: guided_weight %g must be >= 0 and guided_sigma %g > 0",
                          c->guided_weight, c->guided_sigma);
+    if (!(c->length_weight >= 0 && isfinite(c->length_weight)))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: length_weight %g must be finite and >= 0", c->length_weight);
+    if (m->cfg.nat && (c->ss_kind != QKV_SS_NONE || c->guided_weight != 0))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "trainer: scheduled sampling and guided attention are for autoregressive decoders, the model is nat");
     return qkv_lr_check(&c->schedule);
 }
 
@@ -158,13 +166,41 @@ static qkv_tensor *pixels_of(qkv_ctx *ctx, const qkv_model_config *c, const qkv_
     return qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){b->batch, s[0], s[1], s[2]}, b->pixels);
 }
 
+/* A non-autoregressive batch: masks from the context's RNG position, then the NAT loss. */
+static qkv_tensor *nat_batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batch *b, qkv_tensor **ce_out,
+                                  qkv_tensor **length_out, int64_t *tokens) {
+    const int64_t B = b->batch, T = b->tgt_len;
+    qkv_tensor *src = ids(ctx, b->src, B, b->src_len, "src");
+    qkv_tensor *tgt = ids(ctx, b->tgt_out, B, T, "tgt_out (the NAT target)");
+    bool *masked = src && tgt ? qkv__scratch(ctx, sizeof(bool) * (size_t)(B * T)) : NULL;
+    if (!masked) return NULL;
+    uint64_t seed, step;
+    qkv_ctx_get_rng(ctx, &seed, &step);
+    qkv_status st = qkv_nat_sample_mask(b->tgt_out, (int32_t)B, (int32_t)T, t->model->cfg.pad_id, seed, step, masked);
+    if (st) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", qkv_last_error());
+        return QKV_FAIL(ctx, st, "trainer: %s", msg);
+    }
+    qkv_tensor *loss = qkv_nat_loss(ctx, t->model, src, tgt, masked, t->cfg.label_smoothing, t->cfg.length_weight,
+                                    ce_out, length_out);
+    *tokens = 0;
+    for (int64_t i = 0; loss && i < B * T; i++) *tokens += masked[i];
+    return loss;
+}
+
 /* Forward of the batch to the scalar loss to minimise; *ce receives the cross-entropy. */
 static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batch *b, double p_gold, qkv_tensor **ce_out,
-                              qkv_tensor **guided_out, int64_t *tokens) {
+                              qkv_tensor **guided_out, qkv_tensor **length_out, int64_t *tokens) {
     const qkv_model *m = t->model;
     const qkv_model_config *c = &m->cfg;
     const int64_t B = b->batch;
+    *length_out = NULL;
     if (B < 1) return QKV_FAIL(ctx, QKV_ERR_SHAPE, "trainer: empty batch");
+    if (c->nat) {
+        *guided_out = NULL;
+        return nat_batch_loss(ctx, t, b, ce_out, length_out, tokens);
+    }
     const bool image = qkv_model_is_image(c);
     qkv_tensor *src = image ? pixels_of(ctx, c, b) : ids(ctx, b->src, B, c->arch == QKV_ARCH_DECODER ? b->tgt_len : b->src_len, "src");
     qkv_tensor *logits = NULL, *targets = NULL;
@@ -219,8 +255,8 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
     qkv_ctx_set_training(ctx, true);
     qkv_ctx_set_grad_enabled(ctx, true);
     s.gold_probability = qkv_ss_gold_probability(&t->cfg, t->steps + 1);
-    qkv_tensor *ce = NULL, *guided = NULL;
-    qkv_tensor *loss = batch_loss(ctx, t, b, s.gold_probability, &ce, &guided, &s.tokens);
+    qkv_tensor *ce = NULL, *guided = NULL, *length = NULL;
+    qkv_tensor *loss = batch_loss(ctx, t, b, s.gold_probability, &ce, &guided, &length, &s.tokens);
     if (loss && t->cfg.accum_steps > 1) loss = qkv_scale(ctx, loss, 1.0 / t->cfg.accum_steps); /* average */
     qkv_status st = qkv_ctx_status(ctx);
     if (!st) st = qkv_backward(ctx, loss);
@@ -231,6 +267,7 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
     }
     s.loss = (double)qkv__data(ce)[0];
     s.guided_loss = guided ? (double)qkv__data(guided)[0] : 0;
+    s.length_loss = length ? (double)qkv__data(length)[0] : 0;
     if (++t->accumulated == t->cfg.accum_steps) {
         t->accumulated = 0;
         s.grad_norm = qkv_clip_grad_norm(p, t->cfg.clip_norm);
@@ -255,9 +292,9 @@ qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_train_batch *b, doubl
     qkv_train_config saved = t->cfg;
     t->cfg.ss_kind = QKV_SS_NONE;
     t->cfg.guided_weight = 0;
-    qkv_tensor *ce = NULL, *guided = NULL;
+    qkv_tensor *ce = NULL, *guided = NULL, *length = NULL;
     int64_t n = 0;
-    batch_loss(ctx, t, b, 1.0, &ce, &guided, &n);
+    batch_loss(ctx, t, b, 1.0, &ce, &guided, &length, &n);
     t->cfg = saved;
     qkv_status st = qkv_ctx_status(ctx);
     if (!st) {

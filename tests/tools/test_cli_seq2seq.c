@@ -209,3 +209,58 @@ TEST(cli_train_interrupt_saves_a_checkpoint) {
     CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "resuming"), "resume: %s", out);
     cli_run_remove(&r);
 }
+
+/* A non-autoregressive run (model.nat): <mask> ends tgt.vocab, training resumes, eval and decode
+ * default to mask-predict and take --mask-predict / --length-beam, attn shows the unmasked decoder
+ * self-attention; strategies that do not fit the model are errors naming the key or the model. */
+TEST(cli_nat_train_resume_eval_decode) {
+    char cmd[4096], out[16384], path[700];
+    cli_run r;
+    CHECK(cli_run_setup(&r, NULL, "model.nat = true\nmodel.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
+                                  "model.decoder_layers = 1\nmodel.ff = 32\ntrain.steps = 4\ntrain.max_tokens = 64\n"
+                                  "train.eval_every = 2\ntrain.warmup = 2\ntrain.length_weight = 0.5\neval.iterations = 2\n"
+                                  "eval.length_beam = 2\n"));
+    const char *conf = r.conf, *run_dir = r.run_dir;
+    /* the configuration says eval.strategy = greedy (line 4): not for a nat model */
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "run.conf:4: eval.strategy = greedy cannot decode a model.nat"),
+              "greedy for nat: %s", out);
+    snprintf(cmd, sizeof cmd, "%s train %s --set model.nat=false --set eval.strategy=mask_predict", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "--set: eval.strategy = mask_predict needs model.nat = true"),
+              "mask_predict without nat: %s", out);
+    snprintf(cmd, sizeof cmd, "%s train %s --set eval.strategy=mask_predict --set train.steps=2", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "eval step 2: dev WER"), "train: %s", out);
+    snprintf(path, sizeof path, "%s/tgt.vocab", run_dir);
+    FILE *f = fopen(path, "r");
+    char line[256], last[256] = "";
+    while (f && fgets(line, sizeof line, f)) snprintf(last, sizeof last, "%s", line);
+    if (f) fclose(f);
+    CHECK_MSG(!strcmp(last, "<mask>\n"), "last symbol of tgt.vocab: '%s'", last);
+    snprintf(cmd, sizeof cmd, "%s train %s --set eval.strategy=mask_predict --resume", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "at step 2") && strstr(out, "eval step 4"), "resume: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, run_dir, r.train);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "12 words, WER") && strstr(out, "mask-predict, 10 iterations, 5 lengths") &&
+                  strstr(out, "words/s"),
+              "eval: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 3 --length-beam 2", QKV_CLI_PATH, run_dir, r.train);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "mask-predict, 3 iterations, 2 lengths"), "eval: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 0", QKV_CLI_PATH, run_dir, r.train);
+    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "iterations must be in 1 .. 1000"), "eval 0: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s --beam 2", QKV_CLI_PATH, run_dir, r.train);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "eval --beam: %s", out);
+    snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --mask-predict 2 --nbest 3", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    int lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    CHECK_MSG(lines == 6 && strstr(out, "bead\t") && strstr(out, "face\t"), "decode --nbest 3 (3 lengths): %s", out);
+    snprintf(cmd, sizeof cmd, "printf 'bead\\n' | %s decode %s", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "bead\t") && !strstr(out, "<mask>"), "decode: %s", out);
+    snprintf(cmd, sizeof cmd, "printf 'bead\\n' | %s decode %s --greedy", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "decode --greedy: %s", out);
+    snprintf(cmd, sizeof cmd, "%s decode %s --mask-predict 0", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "take a number >= 1"), "decode 0: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind self --layer 0 --out %s/maps", QKV_CLI_PATH, run_dir, r.dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "6 attention maps") && strstr(out, "decoder layer 0, head 0 (self)"),
+              "attn: %s", out);
+    cli_run_remove(&r);
+}

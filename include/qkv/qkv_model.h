@@ -16,6 +16,13 @@
  *   decoder-only:  embed.weight, layers.<i>.* (encoder layers with a causal mask), norm.*,
  *                  lm_head.{weight,bias}
  *   learned absolute positions add <prefix>pos.weight (max_len, C) next to each embedding.
+ *   encoder-only with feature inputs: embed_features.<k>.weight (V_k, C), k = 0 .. n_features-1
+ *
+ * Feature inputs (encoder-only): besides its token id, each position may carry n_features more
+ * ids, one per feature table (e.g. the suffix and the shape of a word, qkv_word_feature); their
+ * embeddings are summed with the token's, x_s = E[src_s] + sum_k E_k[f_sk], before the sqrt(C)
+ * scale and the positions, as BERT sums token and segment embeddings. With spelling features a
+ * tagger can place a word it never saw (spaCy's MultiHashEmbed; Huang, Xu & Yu 2015).
  *
  * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
  * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then
@@ -49,6 +56,8 @@ typedef enum qkv_head_kind {
     QKV_HEAD_POOLED = 1 /* encoder-only: mean over the non-padded tokens, one prediction */
 } qkv_head_kind;
 
+#define QKV_MODEL_MAX_FEATURES 16
+
 typedef struct qkv_model_config {
     qkv_arch arch;
     int32_t src_vocab;     /* encoder input vocabulary (encoder-decoder, encoder-only) */
@@ -66,6 +75,8 @@ typedef struct qkv_model_config {
     double layer_norm_eps;
     qkv_head_kind head;    /* encoder-only */
     int32_t pad_id;        /* padding token id (masked as a key; ignored in losses) */
+    int32_t n_features;    /* encoder-only: feature ids per position (0: none) */
+    int32_t feature_vocab[QKV_MODEL_MAX_FEATURES]; /* sizes of the feature tables */
     /* attention variants; d_model and n_heads are filled in from the fields above */
     qkv_mha_config self_attn;  /* encoder self-attention (and decoder-only) */
     qkv_mha_config dec_self_attn; /* encoder-decoder: the decoder's masked self-attention */
@@ -92,6 +103,7 @@ typedef struct qkv_model {
     qkv_layer *decoder_layers;       /* n_decoder_layers */
     qkv_tensor *enc_norm_w, *enc_norm_b, *dec_norm_w, *dec_norm_b;
     qkv_tensor *out_w, *out_b; /* (V or K, C), (V or K); out_w may alias tgt_embed when tied */
+    qkv_tensor *feature_embed[QKV_MODEL_MAX_FEATURES]; /* (V_k, C), encoder-only */
 } qkv_model;
 
 /* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
@@ -119,6 +131,11 @@ QKV_API qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tenso
 /* Encoder-only: src I32 (B, S) -> logits (B, S, K) (token head) or (B, K) (pooled head). */
 QKV_API qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
                                        qkv_tensor **weights_out);
+/* The same for a model with feature inputs: features I32 (B, S, n_features), feature k of
+ * position s in [0, feature_vocab[k]) (padded positions: any valid id, e.g. 0). NULL features
+ * for a model without them is qkv_model_classify. */
+QKV_API qkv_tensor *qkv_model_classify_features(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
+                                                qkv_tensor *features, qkv_tensor **weights_out);
 /* Decoder-only: tokens I32 (B, T) -> next-token logits (B, T, V). */
 QKV_API qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens,
                                  qkv_tensor **weights_out);

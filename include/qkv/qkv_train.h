@@ -7,6 +7,7 @@
  *   encoder-decoder  src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS
  *   encoder, token   src (B, S), labels (B, S) (QKV_NO_LABEL where there is no label)
  *   encoder, pooled  src (B, S), labels (B)
+ *                    (either with feature inputs: features (B, S, n_features), qkv_model.h)
  *   decoder-only     tokens (B, T) in src; the targets are the tokens shifted left (tgt_out)
  *
  * Scheduled sampling (Bengio et al. 2015) in the two-pass form of Mihaylova & Martins (2019):
@@ -73,6 +74,7 @@ typedef struct qkv_train_batch {
     const int32_t *tgt_in; /* (B, T) encoder-decoder */
     const int32_t *tgt_out;/* (B, T) encoder-decoder, decoder-only */
     const int32_t *labels; /* encoder-only: (B, S) token head, (B) pooled head */
+    const int32_t *features; /* encoder-only with feature inputs: (B, S, n_features) */
 } qkv_train_batch;
 
 /* The guided attention term for n_maps cross-attention maps (B, H, T, S): mean over the maps,

@@ -65,6 +65,11 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
     if (c->pad_id < 0 || c->pad_id >= pad_vocab) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
+    if (c->n_features < 0 || c->n_features > QKV_MODEL_MAX_FEATURES)
+        return BAD("n_features %d is not in [0, %d]", c->n_features, QKV_MODEL_MAX_FEATURES);
+    if (c->n_features > 0 && c->arch != QKV_ARCH_ENCODER) return BAD("feature inputs need an encoder-only model");
+    for (int k = 0; k < c->n_features; k++)
+        if (c->feature_vocab[k] <= 0) return BAD("feature_vocab[%d] = %d must be positive", k, c->feature_vocab[k]);
     const qkv_mha_config *attn[3] = {&c->self_attn, &c->dec_self_attn, &c->cross_attn};
     for (int i = 0; i < 3; i++)
         if ((unsigned)attn[i]->score > QKV_SCORE_COSINE || (unsigned)attn[i]->norm > QKV_NORM_SIGMOID ||
@@ -128,6 +133,11 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
     put_attn(&w, "self_attn", &c->self_attn);
     put_attn(&w, "dec_self_attn", &c->dec_self_attn);
     put_attn(&w, "cross_attn", &c->cross_attn);
+    if (c->n_features > 0) { /* absent without features: files stay as they were */
+        put(&w, ",\"features\":[");
+        for (int k = 0; k < c->n_features; k++) put(&w, "%s%d", k ? "," : "", c->feature_vocab[k]);
+        put(&w, "]");
+    }
     put(&w, "}");
     if (w.overflow) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: JSON does not fit in %zu bytes", size);
     return QKV_OK;
@@ -195,6 +205,18 @@ static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha
     return QKV_OK;
 }
 
+/* "features": [V_0, V_1, ...], the sizes of the feature tables. */
+static qkv_status read_features(const qkv_json_value *v, qkv_model_config *c) {
+    if (v->type != QKV_JSON_ARRAY || v->count > QKV_MODEL_MAX_FEATURES)
+        return BAD("\"features\" must be an array of at most %d table sizes", QKV_MODEL_MAX_FEATURES);
+    for (int64_t k = 0; k < v->count; k++) {
+        qkv_status st = get_int(&v->items[k], "features", &c->feature_vocab[k]);
+        if (st) return st;
+    }
+    c->n_features = (int32_t)v->count;
+    return QKV_OK;
+}
+
 qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
     if (!json || !c) return BAD("NULL argument");
     qkv_json_doc *doc = NULL;
@@ -235,6 +257,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "self_attn")) st = read_attn(v, k, &c->self_attn);
             else if (!strcmp(k, "dec_self_attn")) st = read_attn(v, k, &c->dec_self_attn);
             else if (!strcmp(k, "cross_attn")) st = read_attn(v, k, &c->cross_attn);
+            else if (!strcmp(k, "features")) st = read_features(v, c);
             else st = BAD("unknown key \"%s\"", k);
         }
     }

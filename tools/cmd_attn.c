@@ -12,6 +12,7 @@
  */
 #include "commands.h"
 #include "run_dir.h"
+#include "task.h"
 #include "qkv/qkv_viz.h"
 
 #include <stdio.h>
@@ -35,6 +36,7 @@ int qkv_cmd_attn(int argc, char **argv) {
     const char *run = NULL, *input = NULL, *out_dir = NULL;
     bool terminal = false, tokens = false;
     int only_layer = -1, only_head = -1, only_kind = -1;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -44,12 +46,14 @@ int qkv_cmd_attn(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--terminal")) {
             terminal = true;
         } else if (!strcmp(argv[i], "--tokens")) {
+            s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
             only_layer = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--head") && i + 1 < argc) {
             only_head = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
+            s2s_only = argv[i];
             const char *k = argv[++i];
             only_kind = !strcmp(k, "self") ? QKV_ATTN_SELF : !strcmp(k, "masked") ? QKV_ATTN_MASKED_SELF
                         : !strcmp(k, "cross") ? QKV_ATTN_CROSS : -2;
@@ -75,6 +79,14 @@ int qkv_cmd_attn(int argc, char **argv) {
     if (run_dir_load(run, &r)) {
         fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
         return 1;
+    }
+    if (r.task->attn_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv attn: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->attn_run(&r, input, &(task_run_opts){.run = run, .out_dir = out_dir, .terminal = terminal,
+                                                               .layer = only_layer, .head = only_head});
+        run_dir_free(&r);
+        return rc;
     }
     const qkv_model_config *c = &r.model->cfg;
     int rc = 1;

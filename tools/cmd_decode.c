@@ -8,6 +8,7 @@
  */
 #include "commands.h"
 #include "run_dir.h"
+#include "task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,9 +99,11 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.beam_size = 4;
     dp.n_best = 1;
     bool stream = false, tokens = false;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
+        if (strcmp(a, "--stream") && a[0] == '-') s2s_only = a;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -144,6 +147,13 @@ int qkv_cmd_decode(int argc, char **argv) {
     if (run_dir_load(run, &r)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
+    }
+    if (r.task->decode_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv decode: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->decode_run(&r, files, n_files, &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1});
+        run_dir_free(&r);
+        return rc;
     }
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "run_dir.h"
 #include "seq2seq_task.h"
+#include "task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,19 @@ int qkv_cmd_eval(int argc, char **argv) {
     const char *run = NULL, *data = NULL;
     int beam = 4, show = 0, threads = 0;
     bool tokens = false;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--beam") && i + 1 < argc) {
+            s2s_only = argv[i];
             beam = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--greedy")) {
+            s2s_only = argv[i];
             beam = 1;
         } else if (!strcmp(argv[i], "--tokens")) {
+            s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--show") && i + 1 < argc) {
             show = atoi(argv[++i]);
@@ -60,6 +65,13 @@ int qkv_cmd_eval(int argc, char **argv) {
     if (run_dir_load(run, &r)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         return 1;
+    }
+    if (r.task->eval_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv eval: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->eval_run(&r, data, &(task_run_opts){.run = run, .show = show, .threads = threads});
+        run_dir_free(&r);
+        return rc;
     }
     seq2seq_settings s;
     memset(&s, 0, sizeof s);

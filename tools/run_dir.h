@@ -1,19 +1,26 @@
-/* run_dir.h: loading what `qkv train` wrote into a run directory: the best model and the two
- * vocabularies. */
+/* run_dir.h: loading what `qkv train` wrote into a run directory: the best model, the two
+ * vocabularies and task.conf (the run's task and how it reads inputs, task.h). */
 #ifndef QKV_TOOLS_RUN_DIR_H
 #define QKV_TOOLS_RUN_DIR_H
 
+#include "config.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
+
+struct task_ops;
 
 typedef struct run_dir {
     qkv_model *model;
     qkv_vocab *src, *tgt;
+    char dir[1024];             /* where the run's files are */
+    const struct task_ops *task; /* from task.conf; seq2seq when there is none */
+    config conf;                /* task.conf (empty when there is none) */
 } run_dir;
 
 /* Load dir/model.safetensors (or dir itself when it names a .safetensors file, with the
- * vocabularies beside it), dir/src.vocab and dir/tgt.vocab; checks that the vocabularies fit the
- * model. Returns a status with qkv_last_error() set. */
+ * vocabularies beside it), dir/src.vocab, dir/tgt.vocab and dir/task.conf when present; checks
+ * that the vocabularies fit the model and that task.conf names a task. Returns a status with
+ * qkv_last_error() set. */
 qkv_status run_dir_load(const char *dir, run_dir *out);
 void run_dir_free(run_dir *r);
 

@@ -55,6 +55,18 @@ typedef struct task_settings {
 } task_settings;
 
 typedef struct task task;
+struct run_dir;
+
+/* The command-line options of `qkv eval / decode / attn` that reach a task's inference. */
+typedef struct task_run_opts {
+    const char *run; /* the RUN argument (a directory or a model file) */
+    int show;        /* eval --show N */
+    bool stream;     /* decode --stream: each input as soon as it is read */
+    int threads;     /* --threads (0: all cores) */
+    const char *out_dir;
+    bool terminal;
+    int layer, head; /* attn filters; negative: none */
+} task_run_opts;
 
 typedef struct task_ops {
     const char *name;     /* the value of the `task` key */
@@ -73,6 +85,12 @@ typedef struct task_ops {
     /* One line about the data (sizes, vocabularies), without the newline. */
     void (*describe)(const task *t, FILE *f);
     void (*free)(task *t);
+    /* `qkv eval`, `qkv decode` and `qkv attn` on a run of this task (exit statuses, messages on
+     * stderr); NULL for seq2seq, whose commands live in cmd_eval.c, cmd_decode.c, cmd_attn.c. */
+    int (*eval_run)(struct run_dir *r, const char *data, const task_run_opts *o);
+    int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
+                      const task_run_opts *o);
+    int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
 } task_ops;
 
 /* The part of a task the training loop sees; implementations embed it as their first member. */
@@ -83,7 +101,7 @@ struct task {
     qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */
 };
 
-extern const task_ops seq2seq_task_ops;
+extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops;
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
@@ -93,6 +111,16 @@ void task_free(task *t); /* accepts NULL */
 
 /* "<dir>/<name>" into buf; QKV_ERR_INVALID_ARG (qkv_last_error()) when it does not fit. */
 qkv_status task_path(char *buf, size_t size, const char *dir, const char *name);
+
+/* Shared readers for the encoder-only tasks (seq2seq reads the same keys, with the same defaults,
+ * in seq2seq_read_settings; tests/tools/test_task_settings.c checks that they agree):
+ * data.train, data.dev, data.test, out.dir and the train.* keys but scheduled sampling and
+ * guided attention; the encoder model keys (model.d_model, heads, encoder_layers, ff, dropout,
+ * norm_first, pos, activation, max_len, attention.*) into an encoder-only configuration with the
+ * given head. False with cfg->error. */
+bool task_read_common(config *cfg, task_settings *s);
+bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
+                             qkv_model_config *m);
 
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);

@@ -9,6 +9,9 @@
  * Axes: encoder maps have the input symbols on both axes; decoder rows are labelled with the token
  * each position predicts (y1 .. yn, <eos>), decoder columns with the decoder inputs (<bos>,
  * y1 .. yn) for self-attention and the input symbols for cross-attention.
+ *
+ * Tagging and classify runs (task.h) go to their task: encoder self-attention over the input
+ * tokens, with the predicted tags or label (encoder_lines.c).
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -25,9 +28,12 @@ static void usage(FILE *f) {
                "                [--tokens]\n\n"
                "Write the attention maps of every layer and head for one input (SVG + PNG per map and an\n"
                "index.html; default DIR: RUN/attn) and, with --terminal, print shaded maps: the ones selected by\n"
-               "--layer / --head / --kind, by default every head of the last decoder layer's cross-attention.\n\n"
-               "example:\n"
-               "  qkv attn runs/g2p transformer --terminal\n");
+               "--layer / --head / --kind, by default every head of the last decoder layer's cross-attention.\n"
+               "Tagging and classify runs: INPUT is space-separated tokens, the maps are the encoder's\n"
+               "self-attention, by default every head of the last layer.\n\n"
+               "examples:\n"
+               "  qkv attn runs/g2p transformer --terminal\n"
+               "  qkv attn runs/pos 'The jury said .' --terminal --layer 0\n");
 }
 
 enum { MAX_LEN = 512 };

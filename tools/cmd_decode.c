@@ -4,7 +4,8 @@
  * input with their scores). Beam search by default; --greedy; --sample with temperature, top-k,
  * top-p and a seed. Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
  * A symbol missing from the vocabulary, or an input longer than the model accepts, is an error
- * naming the file and line.
+ * naming the file and line. Tagging and classify runs (task.h) go to their task (word/TAG
+ * lines; label<TAB>probability).
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -19,9 +20,12 @@ static void usage(FILE *f) {
                "                      [--temperature T] [--top-k K] [--top-p P] [--seed S] [--tokens]\n\n"
                "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
                "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
-               "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n\n"
+               "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
+               "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream\n"
+               "applies to them).\n\n"
                "examples:\n"
                "  echo qubit | qkv decode runs/g2p\n"
+               "  echo 'The jury said .' | qkv decode runs/pos\n"
                "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
                "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n");
 }

@@ -1,7 +1,8 @@
 /*
  * cmd_eval.c: `qkv eval RUN DATA.tsv [--beam K | --greedy] [--show N]`: decode every word of a
  * pairs file with a trained model and report the multi-reference WER and PER (each word scored
- * against its closest reference; DATA.md section 4).
+ * against its closest reference; DATA.md section 4). Tagging and classify runs (task.h) go to
+ * their task, which prints their accuracies.
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
                "(a run directory of qkv train, or a model .safetensors with src.vocab and tgt.vocab beside it) and\n"
                "print the word error rate and phone error rate against the closest reference of each word.\n"
                "--show N prints the first N words with their hypothesis and (first) reference; --tokens for runs\n"
-               "trained with data.src_tokens (space-separated source tokens).\n\n"
+               "trained with data.src_tokens (space-separated source tokens) that have no task.conf saying so.\n"
+               "On a tagging or classify run (task.conf), prints its accuracies instead (docs/cli.md).\n\n"
                "example:\n"
                "  qkv eval runs/g2p data/g2p/cmudict.nostress.test.tsv --beam 4 --show 10\n");
 }
@@ -77,7 +79,7 @@ int qkv_cmd_eval(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     s.max_src_len = r.model->cfg.max_len;     /* what the encoder accepts */
     s.max_tgt_len = r.model->cfg.max_len - 1; /* references longer than any hypothesis can be are still read */
-    s.src_tokens = tokens;
+    s.src_tokens = tokens || r.src_tokens;
     s.decode = qkv_decode_default_params();
     s.decode.strategy = beam > 1 ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
     s.decode.beam_size = beam;

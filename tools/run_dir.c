@@ -37,6 +37,8 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
             st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
         else if (!name || !(out->task = task_find(name)))
             st = qkv_set_error(QKV_ERR_FORMAT, "%s: unknown task '%s'", conf, name ? name : "(none)");
+        else if (out->task == &seq2seq_task_ops && !config_bool(&out->conf, "data.src_tokens", false, &out->src_tokens))
+            st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
     }
     if (st) run_dir_free(out);
     return st;
@@ -54,6 +56,7 @@ qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, c
                           int32_t *ids, int64_t max, int64_t *len) {
     int64_t n = 0;
     const char *p = text;
+    tokens = tokens || r->src_tokens;
     while (*p) {
         size_t k;
         if (tokens) {

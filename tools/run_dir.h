@@ -15,6 +15,7 @@ typedef struct run_dir {
     char dir[1024];             /* where the run's files are */
     const struct task_ops *task; /* from task.conf; seq2seq when there is none */
     config conf;                /* task.conf (empty when there is none) */
+    bool src_tokens;            /* seq2seq: data.src_tokens of task.conf (space-separated sources) */
 } run_dir;
 
 /* Load dir/model.safetensors (or dir itself when it names a .safetensors file, with the
@@ -24,7 +25,8 @@ typedef struct run_dir {
 qkv_status run_dir_load(const char *dir, run_dir *out);
 void run_dir_free(run_dir *r);
 
-/* Split one input line into source symbols (UTF-8 characters, or space-separated tokens) and look
+/* Split one input line into source symbols (UTF-8 characters, or space-separated tokens when
+ * tokens or r->src_tokens is set) and look
  * them up in r->src: at most max ids into ids, their number in *len. An unknown symbol or a line
  * longer than max is an error naming file and line (qkv_last_error()). */
 qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text, bool tokens,

@@ -309,7 +309,8 @@ TEST(cli_tagging_resume_is_bit_identical) {
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=6", QKV_CLI_PATH, r.conf);
     CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"), "resume: %s", out);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"), "resume: %s",
+              out);
     snprintf(a, sizeof a, "%s/straight/last.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/last.safetensors", r.run_dir);
     CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
@@ -350,4 +351,30 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
               "malformed labeled line: %s", out);
     cleanup(&r);
+}
+
+/* A seq2seq run records data.src_tokens in task.conf: decode splits inputs into tokens without
+ * --tokens. */
+TEST(cli_seq2seq_task_conf_carries_src_tokens) {
+    char cmd[4096], out[8192], text[1024], dir[] = "/tmp/qkv_enc_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(text, sizeof text, "%s/pairs.tsv", dir);
+    write_file(text, "ab cd\tX Y\nef\tZ\n");
+    char conf[128];
+    snprintf(conf, sizeof conf, "%s/run.conf", dir);
+    snprintf(cmd, sizeof cmd,
+             "data.train = %s\ndata.dev = %s\ndata.src_tokens = true\nout.dir = "
+             "%s/run\nmodel.d_model = 8\nmodel.heads = 2\n"
+             "model.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 8\ntrain.steps = "
+             "1\neval.strategy = greedy\n",
+             text, text, dir);
+    write_file(conf, cmd);
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    snprintf(cmd, sizeof cmd, "grep -c 'data.src_tokens = true' %s/run/task.conf", dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
+    snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy", QKV_CLI_PATH, dir);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }

@@ -21,8 +21,10 @@
  * Feature inputs (encoder-only): besides its token id, each position may carry n_features more
  * ids, one per feature table (e.g. the suffix and the shape of a word, qkv_word_feature); their
  * embeddings are summed with the token's, x_s = E[src_s] + sum_k E_k[f_sk], before the sqrt(C)
- * scale and the positions, as BERT sums token and segment embeddings. With spelling features a
- * tagger can place a word it never saw (spaCy's MultiHashEmbed; Huang, Xu & Yu 2015).
+ * scale and the positions, as BERT sums token and segment embeddings (the feature tables start
+ * F times smaller in variance, so all features together weigh what the token does). With
+ * spelling features a tagger can place a word it never saw (spaCy's MultiHashEmbed; Huang, Xu &
+ * Yu 2015).
  *
  * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
  * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then

@@ -5,8 +5,12 @@
  *
  *   x_bs = E[src_bs] + sum_k E_k[features_bsk]          (B, S, C), before the sqrt(C) scale,
  *
- * the way BERT sums its token and segment embeddings. Each table is initialised like the token
- * table (N(0, C^-1/2) when embeddings are scaled), so every summand starts at the same scale.
+ * the way BERT sums its token and segment embeddings. The feature tables start at
+ * N(0, (C F)^-1/2) (F = n_features; the token table is N(0, C^-1/2) when embeddings are scaled):
+ * together the features start with the variance of the token embedding, so the input vector is
+ * not F + 1 times as large as a token's. (With F tables as large as the token's, the embeddings
+ * dwarfed what the layers add to the residual stream and a tagger learned context much more
+ * slowly: Brown dev accuracy after one epoch 93.5 % instead of 94.3 %.)
  * With word spelling features (qkv_word_feature_of: suffixes, prefixes, shape) this is spaCy's
  * MultiHashEmbed with summation instead of concatenation + maxout, and without the hashing: the
  * feature vocabularies are explicit.
@@ -32,7 +36,7 @@ qkv_status qkv__model_features_register(qkv_model *m) {
 
 void qkv__model_features_init(qkv_model *m, uint64_t seed) {
     const qkv_model_config *c = &m->cfg;
-    const double std = c->scale_embeddings ? 1 / sqrt((double)c->d_model) : 1.0;
+    const double std = (c->scale_embeddings ? 1 / sqrt((double)c->d_model) : 1.0) / sqrt((double)c->n_features);
     for (int k = 0; k < c->n_features; k++)
         qkv_init_normal(m->feature_embed[k], 0, std, seed, 1100 + (uint64_t)k);
 }

@@ -36,7 +36,8 @@ qkv_status qkv__model_features_register(qkv_model *m) {
 
 void qkv__model_features_init(qkv_model *m, uint64_t seed) {
     const qkv_model_config *c = &m->cfg;
-    const double std = (c->scale_embeddings ? 1 / sqrt((double)c->d_model) : 1.0) / sqrt((double)c->n_features);
+    const double std =
+        (c->scale_embeddings ? 1 / sqrt((double)c->d_model) : 1.0) / sqrt((double)c->n_features);
     for (int k = 0; k < c->n_features; k++)
         qkv_init_normal(m->feature_embed[k], 0, std, seed, 1100 + (uint64_t)k);
 }

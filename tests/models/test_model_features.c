@@ -261,14 +261,16 @@ TEST(model_features_initial_scale) {
     c.src_vocab = 1000;
     c.tgt_vocab = 3;
     c.n_features = 4;
-    for (int k = 0; k < 4; k++) c.feature_vocab[k] = 1000;
+    for (int k = 0; k < 4; k++)
+        c.feature_vocab[k] = 1000;
     qkv_model *m = NULL;
     CHECK_OK(qkv_model_new(&c, 3, &m));
     if (!m) return;
     double token = 0, feat = 0;
     for (int64_t i = 0; i < 16000; i++) {
         token += pow((double)((qkv_real *)m->src_embed->data)[i], 2) / 16000;
-        for (int k = 0; k < 4; k++) feat += pow((double)((qkv_real *)m->feature_embed[k]->data)[i], 2) / 16000;
+        for (int k = 0; k < 4; k++)
+            feat += pow((double)((qkv_real *)m->feature_embed[k]->data)[i], 2) / 16000;
     }
     CHECK_NEAR(token, 1.0 / 16, 0.05 / 16); /* 16,000 samples: the variance within 5 % */
     CHECK_NEAR(feat, 1.0 / 16, 0.05 / 16);  /* the sum over the 4 tables */

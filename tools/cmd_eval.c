@@ -71,7 +71,7 @@ int qkv_cmd_eval(int argc, char **argv) {
     if (r.task->eval_run) { /* tagging, classify: task.h */
         int rc = 2;
         if (s2s_only) fprintf(stderr, "qkv eval: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
-        else rc = r.task->eval_run(&r, data, &(task_run_opts){.run = run, .show = show, .threads = threads});
+        else rc = r.task->eval_run(&r, data, &(task_run_opts){.run = run, .show = show});
         run_dir_free(&r);
         return rc;
     }

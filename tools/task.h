@@ -62,7 +62,6 @@ typedef struct task_run_opts {
     const char *run; /* the RUN argument (a directory or a model file) */
     int show;        /* eval --show N */
     bool stream;     /* decode --stream: each input as soon as it is read */
-    int threads;     /* --threads (0: all cores) */
     const char *out_dir;
     bool terminal;
     int layer, head; /* attn filters; negative: none */

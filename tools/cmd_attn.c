@@ -11,9 +11,13 @@
  * y1 .. yn) for self-attention and the input symbols for cross-attention. A non-autoregressive run
  * (model.nat) decodes INPUT by mask-predict and its decoder reads the output itself (y1 .. yn, no
  * <bos> / <eos>), every position seeing every other.
+ *
+ * Tagging and classify runs (task.h) go to their task: encoder self-attention over the input
+ * tokens, with the predicted tags or label (encoder_lines.c).
  */
 #include "commands.h"
 #include "run_dir.h"
+#include "task.h"
 #include "qkv/qkv_viz.h"
 
 #include <stdio.h>
@@ -26,9 +30,12 @@ static void usage(FILE *f) {
                "                [--tokens]\n\n"
                "Write the attention maps of every layer and head for one input (SVG + PNG per map and an\n"
                "index.html; default DIR: RUN/attn) and, with --terminal, print shaded maps: the ones selected by\n"
-               "--layer / --head / --kind, by default every head of the last decoder layer's cross-attention.\n\n"
-               "example:\n"
-               "  qkv attn runs/g2p transformer --terminal\n");
+               "--layer / --head / --kind, by default every head of the last decoder layer's cross-attention.\n"
+               "Tagging and classify runs: INPUT is space-separated tokens, the maps are the encoder's\n"
+               "self-attention, by default every head of the last layer.\n\n"
+               "examples:\n"
+               "  qkv attn runs/g2p transformer --terminal\n"
+               "  qkv attn runs/pos 'The jury said .' --terminal --layer 0\n");
 }
 
 enum { MAX_LEN = 512 };
@@ -37,6 +44,7 @@ int qkv_cmd_attn(int argc, char **argv) {
     const char *run = NULL, *input = NULL, *out_dir = NULL;
     bool terminal = false, tokens = false;
     int only_layer = -1, only_head = -1, only_kind = -1;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -46,12 +54,14 @@ int qkv_cmd_attn(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--terminal")) {
             terminal = true;
         } else if (!strcmp(argv[i], "--tokens")) {
+            s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
             only_layer = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--head") && i + 1 < argc) {
             only_head = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
+            s2s_only = argv[i];
             const char *k = argv[++i];
             only_kind = !strcmp(k, "self") ? QKV_ATTN_SELF : !strcmp(k, "masked") ? QKV_ATTN_MASKED_SELF
                         : !strcmp(k, "cross") ? QKV_ATTN_CROSS : -2;
@@ -77,6 +87,14 @@ int qkv_cmd_attn(int argc, char **argv) {
     if (run_dir_load(run, &r)) {
         fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
         return 1;
+    }
+    if (r.task->attn_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv attn: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->attn_run(&r, input, &(task_run_opts){.run = run, .out_dir = out_dir, .terminal = terminal,
+                                                               .layer = only_layer, .head = only_head});
+        run_dir_free(&r);
+        return rc;
     }
     const qkv_model_config *c = &r.model->cfg;
     int rc = 1;

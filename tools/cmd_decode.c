@@ -5,10 +5,12 @@
  * top-p and a seed; --mask-predict K [--length-beam L] for non-autoregressive runs (their
  * default). Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
  * A symbol missing from the vocabulary, or an input longer than the model accepts, is an error
- * naming the file and line.
+ * naming the file and line. Tagging and classify runs (task.h) go to their task (word/TAG
+ * lines; label<TAB>probability).
  */
 #include "commands.h"
 #include "run_dir.h"
+#include "task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +25,11 @@ static void usage(FILE *f) {
                "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
                "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
                "parallel pass) over the L most probable target lengths (default 5, at least N).\n\n"
+               "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream\n"
+               "applies to them).\n\n"
                "examples:\n"
                "  echo qubit | qkv decode runs/g2p\n"
+               "  echo 'The jury said .' | qkv decode runs/pos\n"
                "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
                "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n");
 }
@@ -102,9 +107,11 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.beam_size = 4;
     dp.n_best = 1;
     bool stream = false, tokens = false, strategy_set = false;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
+        if (strcmp(a, "--stream") && a[0] == '-') s2s_only = a;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -154,6 +161,13 @@ int qkv_cmd_decode(int argc, char **argv) {
     if (run_dir_load(run, &r)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
+    }
+    if (r.task->decode_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv decode: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->decode_run(&r, files, n_files, &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1});
+        run_dir_free(&r);
+        return rc;
     }
     if (r.model->cfg.nat && !strategy_set) dp.strategy = QKV_DECODE_MASK_PREDICT; /* the only way to decode it */
     if (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.n_best > dp.length_beam) dp.length_beam = dp.n_best;

@@ -1,11 +1,13 @@
 /*
  * cmd_eval.c: `qkv eval RUN DATA.tsv [--beam K | --greedy | --mask-predict K] [--show N]`: decode
  * every word of a pairs file with a trained model and report the multi-reference WER and PER (each
- * word scored against its closest reference; DATA.md section 4) and the decoding speed.
+ * word scored against its closest reference; DATA.md section 4) and the decoding speed. Tagging
+ * and classify runs (task.h) go to their task, which prints their accuracies.
  */
 #include "commands.h"
 #include "run_dir.h"
 #include "seq2seq_task.h"
+#include "task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,8 @@ static void usage(FILE *f) {
                "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
                "parallel pass) over the L most probable target lengths (default 5).\n"
                "--show N prints the first N words with their hypothesis and (first) reference; --tokens for runs\n"
-               "trained with data.src_tokens (space-separated source tokens).\n\n"
+               "trained with data.src_tokens (space-separated source tokens) that have no task.conf saying so.\n"
+               "On a tagging or classify run (task.conf), prints its accuracies instead (docs/cli.md).\n\n"
                "example:\n"
                "  qkv eval runs/g2p data/g2p/cmudict.nostress.test.tsv --beam 4 --show 10\n");
 }
@@ -30,27 +33,33 @@ int qkv_cmd_eval(int argc, char **argv) {
     const char *run = NULL, *data = NULL;
     int beam = 4, show = 0, threads = 0, iterations = 0, length_beam = 5;
     bool tokens = false, strategy_set = false;
+    const char *s2s_only = NULL; /* an option of seq2seq runs */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--beam") && i + 1 < argc) {
+            s2s_only = argv[i];
             beam = atoi(argv[++i]), iterations = 0, strategy_set = true;
         } else if (!strcmp(argv[i], "--greedy")) {
+            s2s_only = argv[i];
             beam = 1, iterations = 0, strategy_set = true;
         } else if (!strcmp(argv[i], "--mask-predict") && i + 1 < argc) {
+            s2s_only = argv[i];
             iterations = atoi(argv[++i]), strategy_set = true;
             if (iterations < 1 || iterations > 1000) {
                 fprintf(stderr, "qkv eval: --mask-predict %s: iterations must be in 1 .. 1000\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--length-beam") && i + 1 < argc) {
+            s2s_only = argv[i];
             length_beam = atoi(argv[++i]);
             if (length_beam < 1 || length_beam > 1024) {
                 fprintf(stderr, "qkv eval: --length-beam %s must be in 1 .. 1024\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--tokens")) {
+            s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--show") && i + 1 < argc) {
             show = atoi(argv[++i]);
@@ -76,11 +85,18 @@ int qkv_cmd_eval(int argc, char **argv) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         return 1;
     }
+    if (r.task->eval_run) { /* tagging, classify: task.h */
+        int rc = 2;
+        if (s2s_only) fprintf(stderr, "qkv eval: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
+        else rc = r.task->eval_run(&r, data, &(task_run_opts){.run = run, .show = show});
+        run_dir_free(&r);
+        return rc;
+    }
     seq2seq_settings s;
     memset(&s, 0, sizeof s);
     s.max_src_len = r.model->cfg.max_len;     /* what the encoder accepts */
     s.max_tgt_len = r.model->cfg.max_len - 1; /* references longer than any hypothesis can be are still read */
-    s.src_tokens = tokens;
+    s.src_tokens = tokens || r.src_tokens;
     s.decode = qkv_decode_default_params();
     s.decode.strategy = beam > 1 ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
     s.decode.beam_size = beam;

@@ -1,15 +1,17 @@
 /*
- * cmd_train.c: `qkv train CONFIG [--set key=value ...] [--resume]`: train a sequence-to-sequence
- * Transformer (G2P or any pairs file) from a configuration file (docs/cli.md lists every key).
+ * cmd_train.c: `qkv train CONFIG [--set key=value ...] [--resume]`: train a Transformer for one
+ * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify) from a
+ * configuration file (docs/cli.md lists every key). The loop is the same for every task.
  *
- * Every train.eval_every steps: the dev set is decoded and scored (multi-reference WER / PER), a
- * line goes to out.dir/log.jsonl, the model is saved as last.safetensors, and as
- * model.safetensors when its dev WER is the best so far; the trainer state goes to
- * checkpoint.safetensors so --resume continues bit-identically. On a terminal the progress is a
- * live bar; otherwise plain log lines. Ctrl-C saves a checkpoint first.
+ * Every train.eval_every steps: the task scores the dev set (seq2seq: multi-reference WER / PER;
+ * tagging and classify: accuracies), a line goes to out.dir/log.jsonl ("dev_<metric>" members),
+ * the model is saved as last.safetensors, and as model.safetensors when the task's selection
+ * metric is the best so far; the trainer state goes to checkpoint.safetensors so --resume
+ * continues bit-identically. On a terminal the progress is a live bar; otherwise plain log lines.
+ * Ctrl-C saves a checkpoint first.
  */
 #include "commands.h"
-#include "seq2seq_task.h"
+#include "task.h"
 #include "qkv/qkv_viz.h"
 
 #include <errno.h>
@@ -43,9 +45,10 @@ static void format_duration(double s, char *buf, size_t size) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv train CONFIG [--set key=value ...] [--resume]\n\n"
-               "Train a sequence-to-sequence Transformer (e.g. grapheme-to-phoneme) from a configuration file of\n"
-               "`key = value` lines (docs/cli.md lists every key). Writes the run into out.dir: src.vocab, tgt.vocab,\n"
-               "model.safetensors (best dev WER), last.safetensors, checkpoint.safetensors, log.jsonl, report.html.\n\n"
+               "Train a Transformer from a configuration file of `key = value` lines (docs/cli.md lists every key):\n"
+               "task = seq2seq (default; e.g. grapheme-to-phoneme), tagging (e.g. POS tags) or classify. Writes the run\n"
+               "into out.dir: task.conf, src.vocab, tgt.vocab, model.safetensors (best dev WER or accuracy),\n"
+               "last.safetensors, checkpoint.safetensors, log.jsonl, report.html.\n\n"
                "options:\n"
                "  --set key=value   override a configuration key (repeatable)\n"
                "  --resume          continue from out.dir/checkpoint.safetensors, bit-identically\n\n"
@@ -53,57 +56,69 @@ static void usage(FILE *f) {
                "  qkv train examples/g2p.conf --set train.steps=500 --set out.dir=runs/g2p-small\n");
 }
 
+/* The evaluations so far, for report.html: step, smoothed training loss and each dev metric. */
 typedef struct {
-    double *step, *train_loss, *dev_wer, *dev_per;
+    double *col[2 + TASK_MAX_METRICS]; /* step, loss, metrics */
+    int n_metrics;
+    const char *labels[TASK_MAX_METRICS];
     int64_t n, cap;
 } history;
 
-static void history_add(history *h, double step, double loss, double wer, double per) {
+static void history_add(history *h, double step, double loss, const task_metrics *m) {
+    if (h->n == 0) {
+        h->n_metrics = m->n;
+        for (int i = 0; i < m->n; i++) h->labels[i] = m->m[i].label;
+    }
     if (h->n == h->cap) {
         int64_t cap = h->cap ? 2 * h->cap : 64;
-        double **arrays[4] = {&h->step, &h->train_loss, &h->dev_wer, &h->dev_per};
-        for (int i = 0; i < 4; i++) {
-            double *grown = realloc(*arrays[i], sizeof(double) * (size_t)cap);
+        for (int i = 0; i < 2 + h->n_metrics; i++) {
+            double *grown = realloc(h->col[i], sizeof(double) * (size_t)cap);
             if (!grown) return; /* the report is optional: drop the point */
-            *arrays[i] = grown;
+            h->col[i] = grown;
         }
         h->cap = cap;
     }
-    h->step[h->n] = step, h->train_loss[h->n] = loss, h->dev_wer[h->n] = wer, h->dev_per[h->n] = per;
+    h->col[0][h->n] = step, h->col[1][h->n] = loss;
+    for (int i = 0; i < h->n_metrics; i++) h->col[2 + i][h->n] = i < m->n ? m->m[i].value : NAN;
     h->n++;
 }
 
 static void history_free(history *h) {
-    free(h->step), free(h->train_loss), free(h->dev_wer), free(h->dev_per);
+    for (int i = 0; i < 2 + TASK_MAX_METRICS; i++) free(h->col[i]);
 }
 
 static void write_report(const char *dir, const history *h, const char *config_path) {
-    char path[1024];
-    if (!seq2seq_path(path, sizeof path, dir, "report.html") || h->n == 0) return;
-    qkv_series loss = {"train loss (smoothed)", h->step, h->train_loss, h->n};
-    qkv_series wer = {"dev WER", h->step, h->dev_wer, h->n}, per = {"dev PER", h->step, h->dev_per, h->n};
-    qkv_series metrics[2] = {wer, per};
-    qkv_chart charts[2] = {{"loss", "step", "cross-entropy", true, &loss, 1}, {"dev error rates", "step", "%", false, metrics, 2}};
+    char path[1024], names[TASK_MAX_METRICS][64];
+    if (task_path(path, sizeof path, dir, "report.html") || h->n == 0) return;
+    qkv_series loss = {"train loss (smoothed)", h->col[0], h->col[1], h->n};
+    qkv_series metrics[TASK_MAX_METRICS];
+    for (int i = 0; i < h->n_metrics; i++) {
+        snprintf(names[i], sizeof names[i], "dev %s", h->labels[i]);
+        metrics[i] = (qkv_series){names[i], h->col[0], h->col[2 + i], h->n};
+    }
+    qkv_chart charts[2] = {{"loss", "step", "cross-entropy", true, &loss, 1},
+                           {"dev metrics", "step", "%", false, metrics, h->n_metrics}};
     const char *keys[] = {"configuration"};
     const char *values[] = {config_path};
     qkv_train_report r = {"qkv train", keys, values, 1, charts, 2};
     if (qkv_train_report_write(path, &r)) fprintf(stderr, "qkv train: report: %s\n", qkv_last_error());
 }
 
-/* The best dev WER recorded in a run's log.jsonl (INFINITY when none): a resumed run keeps
- * comparing against the model it saved before it stopped. */
-static double best_logged_wer(const char *dir) {
-    char path[1024], line[1024];
-    double best = INFINITY;
-    if (!seq2seq_path(path, sizeof path, dir, "log.jsonl")) return best;
+/* The best value of the selection metric recorded in a run's log.jsonl ("dev_<key>"; +-INFINITY
+ * when none): a resumed run keeps comparing against the model it saved before it stopped. */
+static double best_logged(const char *dir, const char *key, bool lower_is_better) {
+    char path[1024], line[4096], member[80];
+    double best = lower_is_better ? INFINITY : -INFINITY;
+    if (task_path(path, sizeof path, dir, "log.jsonl")) return best;
     FILE *f = fopen(path, "r");
     if (!f) return best;
+    const int n = snprintf(member, sizeof member, "\"dev_%s\":", key);
     while (fgets(line, sizeof line, f)) {
-        const char *k = strstr(line, "\"dev_wer\":");
+        const char *k = strstr(line, member);
         if (!k) continue;
         char *end = NULL;
-        double v = strtod(k + 10, &end);
-        if (end != k + 10 && v < best) best = v;
+        double v = strtod(k + n, &end);
+        if (end != k + n) best = lower_is_better ? fmin(best, v) : fmax(best, v);
     }
     fclose(f);
     return best;
@@ -141,31 +156,30 @@ int qkv_cmd_train(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    seq2seq_settings s;
+    task *tk = NULL;
     bool ok = config_load(&cfg, config_path);
     for (int i = 0; ok && i < n_sets; i++) ok = config_set(&cfg, sets[i]);
-    ok = ok && seq2seq_read_settings(&cfg, &s) && config_check_unused(&cfg);
-    if (ok && (!s.train_path || !s.dev_path || !s.out_dir)) {
+    ok = ok && task_create(&cfg, &tk) && config_check_unused(&cfg);
+    if (ok && (!tk->s.train_path || !tk->s.dev_path || !tk->s.out_dir)) {
         snprintf(cfg.error, sizeof cfg.error, "%s: data.train, data.dev and out.dir are required", config_path);
         ok = false;
     }
     if (!ok) {
         fprintf(stderr, "qkv train: %s\n", cfg.error);
+        task_free(tk);
         config_free(&cfg);
         return 1;
     }
-    if (mkdir(s.out_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "qkv train: cannot create %s: %s\n", s.out_dir, strerror(errno));
+    const task_settings *s = &tk->s;
+    const task_ops *ops = tk->ops;
+    if (mkdir(s->out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "qkv train: cannot create %s: %s\n", s->out_dir, strerror(errno));
+        task_free(tk);
         config_free(&cfg);
         return 1;
     }
-    qkv_set_num_threads((int)s.threads);
+    qkv_set_num_threads((int)s->threads);
     int rc = 1;
-    qkv_corpus *train_corpus = NULL;
-    qkv_vocab *src_vocab = NULL, *tgt_vocab = NULL;
-    qkv_dataset *train = NULL;
-    seq2seq_eval_set dev;
-    memset(&dev, 0, sizeof dev);
     qkv_batcher *batcher = NULL;
     qkv_model *model = NULL;
     qkv_trainer *trainer = NULL;
@@ -173,56 +187,35 @@ int qkv_cmd_train(int argc, char **argv) {
     history hist;
     memset(&hist, 0, sizeof hist);
     char path[1024], ckpt[1024], best_path[1024], last_path[1024];
-    qkv_read_opts ro = {.max_src_len = s.max_src_len, .max_tgt_len = s.max_tgt_len, .src_tokens = s.src_tokens};
 
     /* data and vocabularies: built from the training set on a fresh run, read back on resume */
-    if (qkv_corpus_read(QKV_CORPUS_PAIRS, s.train_path, &ro, &train_corpus)) goto done_err;
-    if (resume) {
-        if (!seq2seq_path(path, sizeof path, s.out_dir, "src.vocab") || qkv_vocab_load(path, &src_vocab)) goto done_err;
-        if (!seq2seq_path(path, sizeof path, s.out_dir, "tgt.vocab") || qkv_vocab_load(path, &tgt_vocab)) goto done_err;
-        if (s.model.nat && seq2seq_nat_mask(tgt_vocab, false, &s.model.mask_id)) goto done_err;
-    } else {
-        if (qkv_vocab_build(train_corpus, QKV_FIELD_SRC, 1, true, &src_vocab) ||
-            qkv_vocab_build(train_corpus, QKV_FIELD_TGT, 1, true, &tgt_vocab))
-            goto done_err;
-        if (s.model.nat && seq2seq_nat_mask(tgt_vocab, true, &s.model.mask_id)) goto done_err;
-        if (!seq2seq_path(path, sizeof path, s.out_dir, "src.vocab") || qkv_vocab_save(src_vocab, path)) goto done_err;
-        if (!seq2seq_path(path, sizeof path, s.out_dir, "tgt.vocab") || qkv_vocab_save(tgt_vocab, path)) goto done_err;
-    }
-    if (qkv_dataset_encode(train_corpus, src_vocab, tgt_vocab, true, &train)) goto done_err;
-    if (seq2seq_eval_set_load(s.dev_path, &s, src_vocab, tgt_vocab, &dev)) goto done_err;
-    s.model.src_vocab = qkv_vocab_size(src_vocab);
-    s.model.tgt_vocab = qkv_vocab_size(tgt_vocab);
-
-    if (qkv_model_new(&s.model, s.train.seed, &model)) goto done_err;
-    if (qkv_trainer_new(model, &s.train, &trainer)) goto done_err;
-    qkv_batch_opts bo = qkv_batch_default_opts(s.max_tokens);
-    bo.decoder = true;
-    bo.seed = s.train.seed;
-    bo.bucket_width = 2;
-    if (qkv_batcher_new(train, &bo, &batcher)) goto done_err;
-    if (!seq2seq_path(ckpt, sizeof ckpt, s.out_dir, "checkpoint.safetensors") ||
-        !seq2seq_path(best_path, sizeof best_path, s.out_dir, "model.safetensors") ||
-        !seq2seq_path(last_path, sizeof last_path, s.out_dir, "last.safetensors"))
+    if (ops->prepare(tk, resume)) goto done_err;
+    if (qkv_model_new(&s->model, s->train.seed, &model)) goto done_err;
+    if (qkv_trainer_new(model, &s->train, &trainer)) goto done_err;
+    if (qkv_batcher_new(tk->train, &tk->batch_opts, &batcher)) goto done_err;
+    if (task_path(ckpt, sizeof ckpt, s->out_dir, "checkpoint.safetensors") ||
+        task_path(best_path, sizeof best_path, s->out_dir, "model.safetensors") ||
+        task_path(last_path, sizeof last_path, s->out_dir, "last.safetensors"))
         goto done_err;
-    double best_wer = INFINITY;
+    const bool lower = ops->lower_is_better;
+    double best_value = lower ? INFINITY : -INFINITY;
     if (resume) {
         int64_t epoch = 0, batch = 0;
         uint64_t fingerprint = 0;
         if (qkv_trainer_load(trainer, ckpt, &epoch, &batch, &fingerprint)) goto done_err;
         /* the batcher refuses a position whose fingerprint differs: other data or batching options */
         if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
-        best_wer = best_logged_wer(s.out_dir);
+        best_value = best_logged(s->out_dir, ops->select, lower);
         printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
                (long long)epoch, (long long)batch);
     }
-    if (!seq2seq_path(path, sizeof path, s.out_dir, "log.jsonl") || !(log = fopen(path, resume ? "a" : "w"))) {
+    if (task_path(path, sizeof path, s->out_dir, "log.jsonl") || !(log = fopen(path, resume ? "a" : "w"))) {
         fprintf(stderr, "qkv train: cannot open %s: %s\n", path, strerror(errno));
         goto done;
     }
-    printf("qkv %s | %lld training pairs, %lld dev words | vocab %d -> %d | %lld parameters\n", qkv_version(),
-           (long long)qkv_dataset_size(train), (long long)dev.groups.n, qkv_vocab_size(src_vocab), qkv_vocab_size(tgt_vocab),
-           (long long)qkv_params_numel(model->params));
+    printf("qkv %s | %s | ", qkv_version(), ops->name);
+    ops->describe(tk, stdout);
+    printf(" | %lld parameters\n", (long long)qkv_params_numel(model->params));
 
     signal(SIGINT, on_sigint);
     const bool tty = isatty(fileno(stdout));
@@ -230,13 +223,12 @@ int qkv_cmd_train(int argc, char **argv) {
     const int64_t first_step = qkv_trainer_steps(trainer);
     double smooth = NAN, tokens_since = 0, tokens_total = 0, t_since = start;
     double tok_rate = NAN; /* over the last second; the average since the start until then */
+    const char *select_label = ops->select;
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
-    while (qkv_trainer_steps(trainer) < s.steps) {
+    while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
-        if (qkv_batcher_next(batcher, &b)) goto done_err;
-        qkv_train_batch tb = {.batch = (int32_t)b.rows, .src_len = (int32_t)b.src_cols, .tgt_len = (int32_t)b.dec_cols,
-                              .src = b.src, .tgt_in = b.dec_in, .tgt_out = b.dec_out};
-        if (s.model.nat) tb.tgt_in = NULL, tb.tgt_out = b.tgt, tb.tgt_len = (int32_t)b.tgt_cols; /* the target alone */
+        qkv_train_batch tb;
+        if (qkv_batcher_next(batcher, &b) || ops->batch(tk, &b, &tb)) goto done_err;
         qkv_step_stats st;
         if (qkv_trainer_step(trainer, &tb, &st)) goto done_err;
         smooth = isnan(smooth) ? st.loss : 0.98 * smooth + 0.02 * st.loss;
@@ -254,39 +246,44 @@ int qkv_cmd_train(int argc, char **argv) {
         const double rate = isnan(tok_rate) ? tokens_total / (t - start > 1e-9 ? t - start : 1e-9) : tok_rate;
         const double per_step = (t - start) / (double)(step - first_step);
         char eta[32];
-        format_duration(per_step * (double)(s.steps - step), eta, sizeof eta);
+        format_duration(per_step * (double)(s->steps - step), eta, sizeof eta);
         const qkv_batch_pos pos = qkv_batcher_tell(batcher);
         if (tty) {
-            const int width = 24, filled = (int)((double)width * (double)step / (double)s.steps);
+            const int width = 24, filled = (int)((double)width * (double)step / (double)s->steps);
             printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f tok/s  lr %.2e  ETA %s   ", filled,
-                   "========================", width - filled, "", (long long)step, (long long)s.steps,
+                   "========================", width - filled, "", (long long)step, (long long)s->steps,
                    (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
             fflush(stdout);
-        } else if (step % s.log_every == 0 || step == s.steps) {
-            printf("step %lld/%lld epoch %llu loss %.4f tok/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s.steps,
+        } else if (step % s->log_every == 0 || step == s->steps) {
+            printf("step %lld/%lld epoch %llu loss %.4f tok/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s->steps,
                    (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
             fflush(stdout);
         }
-        if (step % s.eval_every == 0 || step == s.steps) {
-            qkv_wer_counts wc;
+        if (step % s->eval_every == 0 || step == s->steps) {
+            task_metrics m;
             const double e0 = now();
-            if (seq2seq_evaluate(model, &dev, &s.decode, s.eval_batch, s.eval_max_items, &wc, NULL)) goto done_err;
-            const double wer = 100 * qkv_wer(&wc), per = 100 * qkv_per(&wc);
-            const bool best = wer < best_wer;
+            if (ops->evaluate(tk, model, &m)) goto done_err;
+            const double value = task_metrics_get(&m, ops->select);
+            const bool best = lower ? value < best_value : value > best_value;
             if (tty) printf("\n");
-            printf("eval step %lld: dev WER %.2f%%  PER %.2f%%  (%lld words, %.1f s)%s\n", (long long)step, wer, per,
-                   (long long)wc.items, now() - e0, best ? "  best so far" : "");
-            fprintf(log, "{\"step\":%lld,\"epoch\":%llu,\"train_loss\":%.6f,\"dev_wer\":%.4f,\"dev_per\":%.4f,\"lr\":%.6g,\"elapsed_s\":%.1f}\n",
-                    (long long)step, (unsigned long long)pos.epoch, smooth, wer, per, st.lr, now() - start);
+            printf("eval step %lld: dev", (long long)step);
+            for (int i = 0; i < m.n; i++) printf("%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
+            printf("  (%lld %s, %.1f s)%s\n", (long long)m.items, m.unit, now() - e0, best ? "  best so far" : "");
+            fprintf(log, "{\"step\":%lld,\"epoch\":%llu,\"train_loss\":%.6f", (long long)step, (unsigned long long)pos.epoch,
+                    smooth);
+            for (int i = 0; i < m.n; i++) fprintf(log, ",\"dev_%s\":%.4f", m.m[i].key, m.m[i].value);
+            fprintf(log, ",\"lr\":%.6g,\"elapsed_s\":%.1f}\n", st.lr, now() - start);
             fflush(log);
-            history_add(&hist, (double)step, smooth, wer, per);
+            history_add(&hist, (double)step, smooth, &m);
+            for (int i = 0; i < m.n; i++)
+                if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label;
             if (qkv_model_save(model, last_path)) goto done_err;
             if (best) {
-                best_wer = wer;
+                best_value = value;
                 if (qkv_model_save(model, best_path)) goto done_err;
             }
             if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
-            write_report(s.out_dir, &hist, config_path);
+            write_report(s->out_dir, &hist, config_path);
         }
     }
     if (tty) printf("\n");
@@ -300,9 +297,9 @@ int qkv_cmd_train(int argc, char **argv) {
     }
     char took[32];
     format_duration(now() - start, took, sizeof took);
-    if (isfinite(best_wer))
-        printf("trained %lld steps in %s; best dev WER %.2f%%; model: %s\n",
-               (long long)(qkv_trainer_steps(trainer) - first_step), took, best_wer, best_path);
+    if (isfinite(best_value))
+        printf("trained %lld steps in %s; best dev %s %.2f%%; model: %s\n",
+               (long long)(qkv_trainer_steps(trainer) - first_step), took, select_label, best_value, best_path);
     else
         printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(qkv_trainer_steps(trainer) - first_step), took);
     rc = 0;
@@ -315,11 +312,7 @@ done:
     qkv_batcher_free(batcher);
     qkv_trainer_free(trainer);
     qkv_model_free(model);
-    seq2seq_eval_set_free(&dev);
-    qkv_dataset_free(train);
-    qkv_vocab_free(src_vocab);
-    qkv_vocab_free(tgt_vocab);
-    qkv_corpus_free(train_corpus);
+    task_free(tk);
     config_free(&cfg);
     return rc;
 }

@@ -198,6 +198,15 @@ bool config_enum(config *cfg, const char *key, int def, const char *const *names
     return fail(cfg, e, "%s = '%s' is not one of: %s", key, e->value, list);
 }
 
+bool config_fail(config *cfg, const char *key, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(cfg, find(cfg, key), "%s", msg);
+}
+
 bool config_check_unused(config *cfg) {
     for (int i = 0; i < cfg->n; i++)
         if (!cfg->entries[i].used) return fail(cfg, &cfg->entries[i], "unknown key '%s'", cfg->entries[i].key);

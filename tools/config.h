@@ -46,6 +46,10 @@ bool config_bool(config *cfg, const char *key, bool def, bool *out);
 /* One of names[0..n) -> its index. */
 bool config_enum(config *cfg, const char *key, int def, const char *const *names, int n, int *out);
 
+/* Record a problem with the value of key (read before) in cfg->error as "FILE:LINE: message"
+ * (or "--set: message"); returns false. */
+bool config_fail(config *cfg, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* False (with cfg->error naming the first one) when some key was never read. */
 bool config_check_unused(config *cfg);
 

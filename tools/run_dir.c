@@ -1,8 +1,10 @@
 /* run_dir.c: see run_dir.h. */
 #include "run_dir.h"
+#include "task.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 qkv_status run_dir_load(const char *dir, run_dir *out) {
     memset(out, 0, sizeof *out);
@@ -25,6 +27,19 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
     if (!st && (qkv_vocab_size(out->src) != out->model->cfg.src_vocab || qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab))
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabularies (%d, %d symbols) do not match the model (%d, %d)", base,
                        qkv_vocab_size(out->src), qkv_vocab_size(out->tgt), out->model->cfg.src_vocab, out->model->cfg.tgt_vocab);
+    snprintf(out->dir, sizeof out->dir, "%s", base);
+    out->task = &seq2seq_task_ops;
+    char conf[1200];
+    snprintf(conf, sizeof conf, "%s/task.conf", base);
+    if (!st && access(conf, F_OK) == 0) {
+        const char *name = NULL;
+        if (!config_load(&out->conf, conf) || !config_str(&out->conf, "task", NULL, &name))
+            st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
+        else if (!name || !(out->task = task_find(name)))
+            st = qkv_set_error(QKV_ERR_FORMAT, "%s: unknown task '%s'", conf, name ? name : "(none)");
+        else if (out->task == &seq2seq_task_ops && !config_bool(&out->conf, "data.src_tokens", false, &out->src_tokens))
+            st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
+    }
     if (st) run_dir_free(out);
     return st;
 }
@@ -33,6 +48,7 @@ void run_dir_free(run_dir *r) {
     qkv_model_free(r->model);
     qkv_vocab_free(r->src);
     qkv_vocab_free(r->tgt);
+    config_free(&r->conf);
     memset(r, 0, sizeof *r);
 }
 
@@ -40,6 +56,7 @@ qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, c
                           int32_t *ids, int64_t max, int64_t *len) {
     int64_t n = 0;
     const char *p = text;
+    tokens = tokens || r->src_tokens;
     while (*p) {
         size_t k;
         if (tokens) {

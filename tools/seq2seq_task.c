@@ -247,3 +247,114 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
     if (st && hyp_out) seq2seq_free_hyps(hyp_out);
     return st;
 }
+
+/* ---- the seq2seq task of `qkv train` (task.h) ------------------------------------------------ */
+
+typedef struct seq2seq_task {
+    task base;
+    seq2seq_settings s;
+    qkv_corpus *train_corpus;
+    qkv_vocab *src, *tgt;
+    qkv_dataset *train;
+    seq2seq_eval_set dev;
+} seq2seq_task;
+
+static bool s2s_create(config *cfg, task **out) {
+    seq2seq_task *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(cfg->error, sizeof cfg->error, "out of memory");
+        return false;
+    }
+    t->base.ops = &seq2seq_task_ops;
+    *out = &t->base;
+    if (!seq2seq_read_settings(cfg, &t->s)) return false;
+    task_settings *c = &t->base.s;
+    c->train_path = t->s.train_path, c->dev_path = t->s.dev_path, c->test_path = t->s.test_path;
+    c->out_dir = t->s.out_dir;
+    c->model = t->s.model;
+    c->train = t->s.train;
+    c->steps = t->s.steps, c->max_tokens = t->s.max_tokens, c->eval_every = t->s.eval_every;
+    c->log_every = t->s.log_every, c->threads = t->s.threads;
+    return true;
+}
+
+static qkv_status s2s_prepare(task *base, bool resume) {
+    seq2seq_task *t = (seq2seq_task *)base;
+    const seq2seq_settings *s = &t->s;
+    const char *dir = s->out_dir;
+    char path[1024];
+    qkv_read_opts ro = {.max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokens = s->src_tokens};
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, s->train_path, &ro, &t->train_corpus);
+    if (st) return st;
+    /* vocabularies: built from the training set on a fresh run, read back on resume */
+    if (resume) {
+        if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_load(path, &t->src))) return st;
+        if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_load(path, &t->tgt))) return st;
+        if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, false, &base->s.model.mask_id))) return st;
+    } else {
+        if ((st = qkv_vocab_build(t->train_corpus, QKV_FIELD_SRC, 1, true, &t->src)) ||
+            (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, true, &t->tgt)))
+            return st;
+        /* a non-autoregressive run appends <mask> to the target vocabulary before saving it */
+        if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, true, &base->s.model.mask_id))) return st;
+        if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_save(t->src, path))) return st;
+        if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_save(t->tgt, path))) return st;
+        const char *lines[] = {s->src_tokens ? "data.src_tokens = true" : "data.src_tokens = false"};
+        if ((st = task_write_conf(dir, "seq2seq", lines, 1))) return st;
+    }
+    if ((st = qkv_dataset_encode(t->train_corpus, t->src, t->tgt, true, &t->train))) return st;
+    if ((st = seq2seq_eval_set_load(s->dev_path, s, t->src, t->tgt, &t->dev))) return st;
+    base->s.model.src_vocab = qkv_vocab_size(t->src);
+    base->s.model.tgt_vocab = qkv_vocab_size(t->tgt);
+    base->train = t->train;
+    base->batch_opts = qkv_batch_default_opts(s->max_tokens);
+    base->batch_opts.decoder = true;
+    base->batch_opts.seed = s->train.seed;
+    base->batch_opts.bucket_width = 2;
+    return QKV_OK;
+}
+
+static qkv_status s2s_batch(task *base, const qkv_batch *b, qkv_train_batch *out) {
+    const seq2seq_task *t = (const seq2seq_task *)base;
+    *out = (qkv_train_batch){.batch = (int32_t)b->rows, .src_len = (int32_t)b->src_cols, .tgt_len = (int32_t)b->dec_cols,
+                             .src = b->src, .tgt_in = b->dec_in, .tgt_out = b->dec_out};
+    if (t->s.model.nat) { /* the target alone (qkv_train.h) */
+        out->tgt_in = NULL;
+        out->tgt_out = b->tgt;
+        out->tgt_len = (int32_t)b->tgt_cols;
+    }
+    return QKV_OK;
+}
+
+static qkv_status s2s_evaluate(task *base, const qkv_model *m, task_metrics *out) {
+    seq2seq_task *t = (seq2seq_task *)base;
+    qkv_wer_counts wc;
+    memset(out, 0, sizeof *out);
+    qkv_status st = seq2seq_evaluate(m, &t->dev, &t->s.decode, t->s.eval_batch, t->s.eval_max_items, &wc, NULL);
+    if (st) return st;
+    task_metrics_add(out, "wer", "WER", 100 * qkv_wer(&wc));
+    task_metrics_add(out, "per", "PER", 100 * qkv_per(&wc));
+    out->items = wc.items;
+    out->unit = "words";
+    return QKV_OK;
+}
+
+static void s2s_describe(const task *base, FILE *f) {
+    const seq2seq_task *t = (const seq2seq_task *)base;
+    fprintf(f, "%lld training pairs, %lld dev words | vocab %d -> %d", (long long)qkv_dataset_size(t->train),
+            (long long)t->dev.groups.n, qkv_vocab_size(t->src), qkv_vocab_size(t->tgt));
+}
+
+static void s2s_free(task *base) {
+    seq2seq_task *t = (seq2seq_task *)base;
+    seq2seq_eval_set_free(&t->dev);
+    qkv_dataset_free(t->train);
+    qkv_vocab_free(t->src);
+    qkv_vocab_free(t->tgt);
+    qkv_corpus_free(t->train_corpus);
+    free(t);
+}
+
+const task_ops seq2seq_task_ops = {.name = "seq2seq", .select = "wer", .lower_is_better = true, .create = s2s_create,
+                                   .prepare = s2s_prepare, .batch = s2s_batch, .evaluate = s2s_evaluate,
+                                   .describe = s2s_describe, .free = s2s_free};

@@ -11,6 +11,7 @@
 #define QKV_TOOLS_SEQ2SEQ_TASK_H
 
 #include "config.h"
+#include "task.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
 #include "qkv/qkv_decode.h"

@@ -364,6 +364,41 @@ QKV_API qkv_status qkv_nb_predict(const qkv_nb *m, const qkv_corpus *c, int64_t 
                                   double *log_post);
 
 /* ---------------------------------------------------------------------------------------------
+ * Word features: spelling attributes of a word for taggers (spaCy's NORM, PREFIX, SUFFIX, SHAPE;
+ * Huang, Xu & Yu 2015), the inputs that let a model guess the tag of a word it never saw.
+ * Characters are UTF-8 code points; only ASCII letters change case or have a shape class.
+ *
+ *   lower      the word with A-Z lower-cased
+ *   prefixN    the first N characters of lower (N = 1..3; the whole of lower when shorter)
+ *   suffixN    the last N characters of lower (N = 1..4; the whole of lower when shorter)
+ *   shape      spaCy's word_shape: A-Z -> X, a-z -> x, 0-9 -> d, other characters kept, a run of
+ *              one class cut after 4: "Atlanta's" -> "Xxxxx'x", "1,000" -> "d,ddd", "U.S." ->
+ *              "X.X."; "LONG" for 100 characters or more
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum qkv_word_feature {
+    QKV_FEAT_LOWER = 0,
+    QKV_FEAT_PREFIX1 = 1,
+    QKV_FEAT_PREFIX2 = 2,
+    QKV_FEAT_PREFIX3 = 3,
+    QKV_FEAT_SUFFIX1 = 4,
+    QKV_FEAT_SUFFIX2 = 5,
+    QKV_FEAT_SUFFIX3 = 6,
+    QKV_FEAT_SUFFIX4 = 7,
+    QKV_FEAT_SHAPE = 8,
+    QKV_FEAT_COUNT = 9
+} qkv_word_feature;
+
+/* "lower", "prefix1" .. "prefix3", "suffix1" .. "suffix4", "shape"; NULL out of range. */
+QKV_API const char *qkv_word_feature_name(qkv_word_feature f);
+/* The feature of that name, -1 when there is none. */
+QKV_API int qkv_word_feature_from_name(const char *name);
+/* Feature f of word[0, len) (len > 0) into out, NUL-terminated, its length in *out_len. out
+ * needs max(len, 4) + 1 bytes (a feature is never longer than the word, "LONG" aside). */
+QKV_API qkv_status qkv_word_feature_of(qkv_word_feature f, const char *word, size_t len, char *out,
+                                       size_t size, size_t *out_len);
+
+/* ---------------------------------------------------------------------------------------------
  * Converters (`qkv data prepare`): from the sources fetched by scripts/fetch_data.sh to the
  * split files of docs/data.md, byte-identical to the reference make_splits.py. Every file is
  * written atomically (temporary file + rename) into out_dir, which is created when missing.

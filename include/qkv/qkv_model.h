@@ -20,6 +20,15 @@
  *                  (C, P*P*Ch), class_token (1, 1, C), pos_embedding (1, L, C), then the
  *                  encoder-only names (encoder.layers.<i>.*, encoder.norm.*, head.*).
  *   non-autoregressive (nat) encoder-decoders add length_head.{weight,bias} (max_len + 1, C).
+ *   encoder-only with feature inputs: embed_features.<k>.weight (V_k, C), k = 0 .. n_features-1
+ *
+ * Feature inputs (encoder-only): besides its token id, each position may carry n_features more
+ * ids, one per feature table (e.g. the suffix and the shape of a word, qkv_word_feature); their
+ * embeddings are summed with the token's, x_s = E[src_s] + sum_k E_k[f_sk], before the sqrt(C)
+ * scale and the positions, as BERT sums token and segment embeddings (the feature tables start
+ * F times smaller in variance, so all features together weigh what the token does). With
+ * spelling features a tagger can place a word it never saw (spaCy's MultiHashEmbed; Huang, Xu &
+ * Yu 2015).
  *
  * Input embeddings are scaled by sqrt(C) (as the 2017 paper and PyTorch's translation tutorial)
  * when scale_embeddings is set; absolute positions (sinusoidal or learned) are added, then
@@ -65,6 +74,7 @@ typedef struct qkv_image_config {
     int32_t patch_size;              /* P, dividing height and width; 1: every pixel is a token */
     bool class_token;                /* prepend a learned [CLS] token and classify from it */
 } qkv_image_config;
+#define QKV_MODEL_MAX_FEATURES 16
 
 typedef struct qkv_model_config {
     qkv_arch arch;
@@ -83,6 +93,8 @@ typedef struct qkv_model_config {
     double layer_norm_eps;
     qkv_head_kind head;    /* encoder-only */
     int32_t pad_id;        /* padding token id (masked as a key; ignored in losses) */
+    int32_t n_features;    /* encoder-only: feature ids per position (0: none) */
+    int32_t feature_vocab[QKV_MODEL_MAX_FEATURES]; /* sizes of the feature tables */
     /* attention variants; d_model and n_heads are filled in from the fields above */
     qkv_mha_config self_attn;  /* encoder self-attention (and decoder-only) */
     qkv_mha_config dec_self_attn; /* encoder-decoder: the decoder's masked self-attention */
@@ -130,6 +142,7 @@ typedef struct qkv_model {
     qkv_tensor *class_token;       /* image models with a [CLS] token: (1, 1, C) */
     qkv_tensor *pos_embedding;     /* image models with learned positions: (1, L, C) */
     qkv_tensor *length_w, *length_b; /* nat: length_head (max_len + 1, C), (max_len + 1) */
+    qkv_tensor *feature_embed[QKV_MODEL_MAX_FEATURES]; /* (V_k, C), encoder-only */
 } qkv_model;
 
 /* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
@@ -172,6 +185,11 @@ QKV_API qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, q
  * order (n = r (W_img / P) + c) holding pixels[b, r P + i, c P + j, ch] at (i P + j) Ch + ch.
  * Differentiable (a permutation of the pixels). H_img and W_img must be multiples of P. */
 QKV_API qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size);
+/* The same for a model with feature inputs: features I32 (B, S, n_features), feature k of
+ * position s in [0, feature_vocab[k]) (padded positions: any valid id, e.g. 0). NULL features
+ * for a model without them is qkv_model_classify. */
+QKV_API qkv_tensor *qkv_model_classify_features(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src,
+                                                qkv_tensor *features, qkv_tensor **weights_out);
 /* Decoder-only: tokens I32 (B, T) -> next-token logits (B, T, V). */
 QKV_API qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens,
                                  qkv_tensor **weights_out);

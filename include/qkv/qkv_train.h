@@ -7,6 +7,7 @@
  *   encoder-decoder  src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS
  *   encoder, token   src (B, S), labels (B, S) (QKV_NO_LABEL where there is no label)
  *   encoder, pooled  src (B, S), labels (B)
+ *                    (either with feature inputs: features (B, S, n_features), qkv_model.h)
  *   decoder-only     tokens (B, T) in src; the targets are the tokens shifted left (tgt_out)
  *   image encoder    pixels (B, H_img, W_img, Ch) real (no src), image_shape, labels (B)
  *   non-autoregressive encoder-decoder (model nat)
@@ -92,6 +93,7 @@ typedef struct qkv_train_batch {
     const int32_t *labels; /* encoder-only: (B, S) token head, (B) pooled head */
     const qkv_real *pixels;  /* image models: (B, H_img, W_img, Ch), scaled by the caller */
     int32_t image_shape[3];  /* (H_img, W_img, Ch) of pixels: must equal the model's image */
+    const int32_t *features; /* encoder-only with feature inputs: (B, S, n_features) */
 } qkv_train_batch;
 
 /* The guided attention term for n_maps cross-attention maps (B, H, T, S): mean over the maps,

@@ -55,6 +55,7 @@ static qkv_status register_params(qkv_model *m) {
     if (qkv_model_is_image(c)) st = qkv__image_register(m); /* patch_embed.c */
     else st = add(m, embed, 2, (int64_t[]){in_vocab, C}, &m->src_embed);
     if (!st && c->pos == QKV_POS_LEARNED && m->src_embed) st = add(m, pos, 2, (int64_t[]){L, C}, &m->src_pos);
+    if (!st) st = qkv__model_features_register(m);
     if (!st && ed) st = add(m, "tgt_embed.weight", 2, (int64_t[]){c->tgt_vocab, C}, &m->tgt_embed);
     if (!st && ed && c->pos == QKV_POS_LEARNED) st = add(m, "tgt_pos.weight", 2, (int64_t[]){L, C}, &m->tgt_pos);
     const qkv_layer_config enc = layer_config(c, &c->self_attn, &c->cross_attn);
@@ -95,6 +96,7 @@ static void init_params(qkv_model *m, uint64_t seed) {
     if (m->patch_w) qkv__image_init(m, seed);
     if (m->tgt_embed) qkv_init_normal(m->tgt_embed, 0, embed_std, seed, 1001);
     if (m->src_pos) qkv_init_normal(m->src_pos, 0, 0.02, seed, 1002);
+    qkv__model_features_init(m, seed);
     if (m->tgt_pos) qkv_init_normal(m->tgt_pos, 0, 0.02, seed, 1003);
     for (int i = 0; i < c->n_encoder_layers; i++) qkv_layer_reset_parameters(&m->encoder_layers[i], seed * 1024 + (uint64_t)i);
     for (int i = 0; i < c->n_decoder_layers; i++)
@@ -222,17 +224,22 @@ static bool check_ids(qkv_ctx *ctx, const qkv_model *m, const char *op, qkv_tens
     return true;
 }
 
-/* ids (B, L) -> (B, L, C): embedding (* sqrt C) + absolute positions offset .. offset+L-1, then
+/* x (B, L, C), looked-up embeddings -> (* sqrt C) + absolute positions offset .. offset+L-1, then
  * dropout. */
-qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids,
-                             int64_t offset) {
+static qkv_tensor *embed_looked_up(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, qkv_tensor *pos, int64_t L,
+                                   int64_t offset) {
     const qkv_model_config *c = &m->cfg;
-    const int64_t L = ids->shape[1];
-    qkv_tensor *x = qkv_embedding(ctx, table, ids);
     if (c->scale_embeddings) x = qkv_scale(ctx, x, sqrt((double)c->d_model));
     if (c->pos == QKV_POS_SINUSOIDAL) x = qkv_add(ctx, x, qkv_sinusoidal_pe(ctx, L, c->d_model, offset));
     if (c->pos == QKV_POS_LEARNED) x = qkv_add(ctx, x, qkv_embedding(ctx, pos, qkv_arange(ctx, offset, L)));
     return qkv_dropout(ctx, x, c->dropout);
+}
+
+/* ids (B, L) -> (B, L, C): embedding (* sqrt C) + absolute positions offset .. offset+L-1, then
+ * dropout. */
+qkv_tensor *qkv__model_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids,
+                             int64_t offset) {
+    return embed_looked_up(ctx, m, qkv_embedding(ctx, table, ids), pos, ids->shape[1], offset);
 }
 
 static qkv_tensor *embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *table, qkv_tensor *pos, qkv_tensor *ids) {
@@ -287,16 +294,26 @@ qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_i
 }
 
 qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, qkv_tensor **weights_out) {
+    return qkv_model_classify_features(ctx, m, src, NULL, weights_out);
+}
+
+qkv_tensor *qkv_model_classify_features(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, qkv_tensor *features,
+                                        qkv_tensor **weights_out) {
     if (!QKV_OP_BEGIN(ctx, "model_classify", src)) return NULL;
     if (!m || m->cfg.arch != QKV_ARCH_ENCODER)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify: needs an encoder-only model");
     if (qkv_model_is_image(&m->cfg))
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify: an image model reads pixels: call qkv_model_classify_image");
     if (!check_ids(ctx, m, "model_classify", src, "src")) return NULL;
+    if ((m->cfg.n_features > 0) != (features != NULL))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify: the model has %d feature inputs but %s given",
+                        m->cfg.n_features, features ? "features were" : "none were");
     qkv_mask mask = qkv_mask_none();
     qkv_tensor *pad = padding_of(ctx, src, m->cfg.pad_id);
     mask.key_padding = pad;
-    qkv_tensor *x = encoder_stack(ctx, m, embed(ctx, m, m->src_embed, m->src_pos, src), &mask, weights_out);
+    qkv_tensor *x = qkv_embedding(ctx, m->src_embed, src); /* (B, S, C) */
+    if (features) x = qkv_add(ctx, x, qkv__model_features_sum(ctx, m, src, features));
+    x = encoder_stack(ctx, m, embed_looked_up(ctx, m, x, m->src_pos, src->shape[1], 0), &mask, weights_out);
     if (m->cfg.head == QKV_HEAD_POOLED && x) {
         /* mean over the non-padded positions: (B, 1, S) weights 1/len times x (B, S, C) */
         const int64_t B = src->shape[0], S = src->shape[1];

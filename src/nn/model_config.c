@@ -123,6 +123,11 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     }
     if (!image && (c->pad_id < 0 || c->pad_id >= pad_vocab)) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
+    if (c->n_features < 0 || c->n_features > QKV_MODEL_MAX_FEATURES)
+        return BAD("n_features %d is not in [0, %d]", c->n_features, QKV_MODEL_MAX_FEATURES);
+    if (c->n_features > 0 && c->arch != QKV_ARCH_ENCODER) return BAD("feature inputs need an encoder-only model");
+    for (int k = 0; k < c->n_features; k++)
+        if (c->feature_vocab[k] <= 0) return BAD("feature_vocab[%d] = %d must be positive", k, c->feature_vocab[k]);
     const qkv_mha_config *attn[3] = {&c->self_attn, &c->dec_self_attn, &c->cross_attn};
     for (int i = 0; i < 3; i++)
         if ((unsigned)attn[i]->score > QKV_SCORE_COSINE || (unsigned)attn[i]->norm > QKV_NORM_SIGMOID ||
@@ -203,6 +208,11 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
             c->image.height, c->image.width, c->image.channels, c->image.patch_size,
             c->image.class_token ? "true" : "false");
     if (c->nat) put(&w, ",\"nat\":true,\"mask_id\":%d", c->mask_id); /* absent: autoregressive */
+    if (c->n_features > 0) { /* absent without features: files stay as they were */
+        put(&w, ",\"features\":[");
+        for (int k = 0; k < c->n_features; k++) put(&w, "%s%d", k ? "," : "", c->feature_vocab[k]);
+        put(&w, "]");
+    }
     put(&w, "}");
     if (w.overflow) return QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: JSON does not fit in %zu bytes", size);
     return QKV_OK;
@@ -287,6 +297,18 @@ static qkv_status read_image(const qkv_json_value *obj, qkv_image_config *im) {
     return QKV_OK;
 }
 
+/* "features": [V_0, V_1, ...], the sizes of the feature tables. */
+static qkv_status read_features(const qkv_json_value *v, qkv_model_config *c) {
+    if (v->type != QKV_JSON_ARRAY || v->count > QKV_MODEL_MAX_FEATURES)
+        return BAD("\"features\" must be an array of at most %d table sizes", QKV_MODEL_MAX_FEATURES);
+    for (int64_t k = 0; k < v->count; k++) {
+        qkv_status st = get_int(&v->items[k], "features", &c->feature_vocab[k]);
+        if (st) return st;
+    }
+    c->n_features = (int32_t)v->count;
+    return QKV_OK;
+}
+
 qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
     if (!json || !c) return BAD("NULL argument");
     qkv_json_doc *doc = NULL;
@@ -330,6 +352,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "image")) st = read_image(v, &c->image);
             else if (!strcmp(k, "nat")) st = get_bool(v, k, &c->nat);
             else if (!strcmp(k, "mask_id")) st = get_int(v, k, &c->mask_id);
+            else if (!strcmp(k, "features")) st = read_features(v, c);
             else st = BAD("unknown key \"%s\"", k);
         }
     }

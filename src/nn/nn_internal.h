@@ -52,5 +52,12 @@ qkv_tensor *qkv__image_pool(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *h);
  * parameters, and initialise them (deterministic in seed). */
 qkv_status qkv__nat_register(qkv_model *m);
 void qkv__nat_init(qkv_model *m, uint64_t seed);
+/* Feature inputs of encoder-only models (model_features.c): register and initialise the tables
+ * embed_features.<k>.weight, and the sum over k of E_k[features[:, :, k]] -> (B, S, C) for
+ * src (B, S) and features I32 (B, S, n_features) (shape checked). */
+qkv_status qkv__model_features_register(qkv_model *m);
+void qkv__model_features_init(qkv_model *m, uint64_t seed);
+qkv_tensor *qkv__model_features_sum(qkv_ctx *ctx, const qkv_model *m, const qkv_tensor *src,
+                                    qkv_tensor *features);
 
 #endif

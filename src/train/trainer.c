@@ -223,7 +223,12 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     }
     case QKV_ARCH_ENCODER:
         if (!b->labels) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "trainer: the batch has no labels");
-        logits = image ? qkv_model_classify_image(ctx, m, src, NULL) : qkv_model_classify(ctx, m, src, NULL);
+        logits = image ? qkv_model_classify_image(ctx, m, src, NULL)
+                       : qkv_model_classify_features(
+                             ctx, m, src,
+                             b->features ? qkv_tensor_from(ctx, QKV_I32, 3, (int64_t[]){B, b->src_len, c->n_features}, b->features)
+                                         : NULL,
+                             NULL);
         targets = c->head == QKV_HEAD_POOLED ? qkv_tensor_from(ctx, QKV_I32, 1, (int64_t[]){B}, b->labels)
                                              : ids(ctx, b->labels, B, b->src_len, "labels");
         ignore = QKV_NO_LABEL;

@@ -1,0 +1,389 @@
+/*
+ * classify_task.c: sequence classification (task = classify), e.g. spam vs ham: an encoder-only
+ * Transformer with a pooled head (the mean of the encoder outputs over the tokens, qkv_model.h)
+ * predicts one label per text.
+ *
+ * Data: "label<TAB>t1 t2 ..." lines (QKV_CORPUS_LABELED). Inputs: encoder_input.h (token
+ * vocabulary with data.min_count, optional spelling features, word dropout). tgt.vocab holds the
+ * labels in the order the training file first shows them; a dev or test label never seen in
+ * training counts as an error.
+ *
+ * Metrics: accuracy (correct texts / texts; it picks the best checkpoint), and with exactly two
+ * labels the precision, recall and F1 of the positive label, the first label of the training
+ * file (tgt.vocab's first data symbol):
+ *   precision = TP / (TP + FP), recall = TP / (TP + FN), F1 = 2 P R / (P + R)   (0 when undefined)
+ * A prediction is the arg max over the labels; its probability is the softmax over the labels
+ * (the reserved ids excluded).
+ */
+#include "encoder_input.h"
+#include "encoder_lines.h"
+#include "run_dir.h"
+#include "task.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define POSITIVE QKV_VOCAB_RESERVED /* the first label of the training file */
+
+typedef struct classify_settings {
+    int64_t max_len;     /* data.max_src_len */
+    int64_t eval_tokens; /* eval.max_tokens */
+} classify_settings;
+
+static bool read_classify(config *cfg, classify_settings *cs) {
+    return config_int(cfg, "data.max_src_len", 512, 1, 1 << 20, &cs->max_len) &&
+           config_int(cfg, "eval.max_tokens", 8192, 1, INT64_C(1) << 30, &cs->eval_tokens);
+}
+
+/* p(id) under the softmax over the labels (ids >= QKV_VOCAB_RESERVED) of one row of K logits. */
+static double label_probability(const qkv_real *x, int64_t K, int32_t id) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
+        max = fmax(max, (double)x[k]);
+    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
+        sum += exp((double)x[k] - max);
+    return exp((double)x[id] - max) / sum;
+}
+
+/* ---- scoring -----------------------------------------------------------------------------------
+ */
+
+typedef struct label_set {
+    qkv_corpus *corpus;
+    qkv_dataset *data;
+    enc_feats feats;
+} label_set;
+
+static qkv_status label_set_load(label_set *t, const char *path, int64_t max_len,
+                                 const enc_input *in, const qkv_vocab *labels) {
+    memset(t, 0, sizeof *t);
+    qkv_read_opts ro = {.max_src_len = max_len};
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, path, &ro, &t->corpus);
+    if (!st) st = qkv_dataset_encode(t->corpus, in->words, labels, false, &t->data);
+    if (!st) st = enc_input_encode(in, t->corpus, &t->feats);
+    return st;
+}
+
+static void label_set_free(label_set *t) {
+    enc_feats_free(&t->feats);
+    qkv_dataset_free(t->data);
+    qkv_corpus_free(t->corpus);
+    memset(t, 0, sizeof *t);
+}
+
+typedef struct label_counts {
+    qkv_accuracy all;
+    int64_t tp, fp, fn; /* of the positive label */
+} label_counts;
+
+typedef struct {
+    int32_t *pred;
+    double *prob;
+} label_sink;
+
+static qkv_status store_labels(void *user, const qkv_batch *b, const qkv_tensor *logits) {
+    label_sink *p = user;
+    const int64_t K = logits->shape[1];
+    for (int64_t r = 0; r < b->rows; r++) {
+        const qkv_real *x = (const qkv_real *)logits->data + r * K;
+        const int32_t best = enc_argmax(x, K);
+        p->pred[b->example[r]] = best;
+        if (p->prob) p->prob[b->example[r]] = label_probability(x, K, best);
+    }
+    return QKV_OK;
+}
+
+static qkv_status score_set(const qkv_model *m, const enc_input *in, const label_set *t,
+                            int64_t max_tokens, label_counts *c, label_sink *out) {
+    memset(c, 0, sizeof *c);
+    const int64_t n = qkv_dataset_size(t->data);
+    label_sink sink = {malloc(sizeof(int32_t) * (size_t)(n ? n : 1)),
+                       out ? malloc(sizeof(double) * (size_t)(n ? n : 1)) : NULL};
+    qkv_status st =
+        !sink.pred || (out && !sink.prob)
+            ? qkv_set_error(QKV_ERR_OOM, "out of memory")
+            : enc_forward_all(m, in, t->data, &t->feats, max_tokens, store_labels, &sink);
+    for (int64_t i = 0; i < n && !st; i++) {
+        qkv_example ex;
+        if ((st = qkv_dataset_get(t->data, i, &ex))) break;
+        const int32_t gold = ex.tgt[0], pred = sink.pred[i];
+        c->all.total++, c->all.correct += pred == gold;
+        c->tp += pred == POSITIVE && gold == POSITIVE;
+        c->fp += pred == POSITIVE && gold != POSITIVE;
+        c->fn += pred != POSITIVE && gold == POSITIVE;
+    }
+    if (!st && out) {
+        *out = sink;
+    } else {
+        free(sink.pred);
+        free(sink.prob);
+    }
+    return st;
+}
+
+static double ratio(int64_t a, int64_t b) {
+    return b ? (double)a / (double)b : 0;
+}
+static double precision(const label_counts *c) {
+    return ratio(c->tp, c->tp + c->fp);
+}
+static double recall(const label_counts *c) {
+    return ratio(c->tp, c->tp + c->fn);
+}
+static double f1(const label_counts *c) {
+    const double p = precision(c), r = recall(c);
+    return p + r > 0 ? 2 * p * r / (p + r) : 0;
+}
+
+/* ---- the task of `qkv train`
+ * ---------------------------------------------------------------------- */
+
+typedef struct classify_task {
+    task base;
+    classify_settings cs;
+    enc_input_settings is;
+    enc_input in;
+    qkv_corpus *train_corpus;
+    qkv_vocab *labels;
+    qkv_dataset *train;
+    enc_feats train_feats;
+    label_set dev;
+    enc_batch_buf buf;
+} classify_task;
+
+static bool classify_create(config *cfg, task **out) {
+    classify_task *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(cfg->error, sizeof cfg->error, "out of memory");
+        return false;
+    }
+    t->base.ops = &classify_task_ops;
+    *out = &t->base;
+    if (!task_read_common(cfg, &t->base.s) || !read_classify(cfg, &t->cs) ||
+        !enc_input_read_settings(cfg, true, &t->is) ||
+        !task_read_encoder_model(cfg, QKV_HEAD_POOLED, t->cs.max_len, &t->base.s.model))
+        return false;
+    if (t->base.s.model.max_len < t->cs.max_len)
+        return config_fail(cfg, "model.max_len",
+                           "model.max_len = %d is shorter than data.max_src_len = %lld",
+                           t->base.s.model.max_len, (long long)t->cs.max_len);
+    return true;
+}
+
+static qkv_status classify_prepare(task *base, bool resume) {
+    classify_task *t = (classify_task *)base;
+    task_settings *s = &base->s;
+    char path[1024];
+    qkv_read_opts ro = {.max_src_len = t->cs.max_len};
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, s->train_path, &ro, &t->train_corpus);
+    if (st) return st;
+    if (resume) {
+        if ((st = enc_input_load(&t->in, &t->is, s->out_dir, NULL)) ||
+            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
+            (st = qkv_vocab_load(path, &t->labels)))
+            return st;
+    } else {
+        char features[512];
+        enc_input_features_line(&t->is, features, sizeof features);
+        const char *lines[] = {features};
+        /* labels in first-seen order: the first label of the file is the positive one */
+        if ((st = enc_input_build(&t->in, &t->is, t->train_corpus, s->out_dir)) ||
+            (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, false, &t->labels)) ||
+            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
+            (st = qkv_vocab_save(t->labels, path)) ||
+            (st = task_write_conf(s->out_dir, "classify", lines, 1)))
+            return st;
+    }
+    t->in.s.word_dropout = t->is.word_dropout;
+    if ((st = qkv_dataset_encode(t->train_corpus, t->in.words, t->labels, false, &t->train)) ||
+        (st = enc_input_encode(&t->in, t->train_corpus, &t->train_feats)) ||
+        (st = enc_input_count_words(&t->in, t->train)) ||
+        (st = label_set_load(&t->dev, s->dev_path, t->cs.max_len, &t->in, t->labels)))
+        return st;
+    s->model.src_vocab = qkv_vocab_size(t->in.words);
+    s->model.tgt_vocab = qkv_vocab_size(t->labels);
+    s->model.n_features = t->in.s.n_features;
+    for (int k = 0; k < t->in.s.n_features; k++)
+        s->model.feature_vocab[k] = qkv_vocab_size(t->in.feat[k]);
+    base->train = t->train;
+    base->batch_opts = qkv_batch_default_opts(s->max_tokens);
+    base->batch_opts.seed = s->train.seed;
+    base->batch_opts.bucket_width = 8;
+    return QKV_OK;
+}
+
+static qkv_status classify_batch(task *base, const qkv_batch *b, qkv_train_batch *out) {
+    classify_task *t = (classify_task *)base;
+    const int32_t *src = NULL, *feats = NULL;
+    qkv_status st =
+        enc_input_batch(&t->in, &t->train_feats, b, &base->s.train.seed, &t->buf, &src, &feats);
+    if (st) return st;
+    int32_t *labels = enc_batch_labels(&t->buf, (size_t)b->rows);
+    if (!labels) return qkv_set_error(QKV_ERR_OOM, "out of memory");
+    for (int64_t r = 0; r < b->rows; r++)
+        labels[r] = b->tgt[r * b->tgt_cols]; /* (B, 1) */
+    *out = (qkv_train_batch){.batch = (int32_t)b->rows,
+                             .src_len = (int32_t)b->src_cols,
+                             .src = src,
+                             .labels = labels,
+                             .features = feats};
+    return QKV_OK;
+}
+
+static qkv_status classify_evaluate(task *base, const qkv_model *m, task_metrics *out) {
+    classify_task *t = (classify_task *)base;
+    label_counts c;
+    memset(out, 0, sizeof *out);
+    qkv_status st = score_set(m, &t->in, &t->dev, t->cs.eval_tokens, &c, NULL);
+    if (st) return st;
+    task_metrics_add(out, "accuracy", "accuracy", 100 * qkv_accuracy_rate(&c.all));
+    if (qkv_vocab_size(t->labels) == QKV_VOCAB_RESERVED + 2) {
+        task_metrics_add(out, "precision", "precision", 100 * precision(&c));
+        task_metrics_add(out, "recall", "recall", 100 * recall(&c));
+        task_metrics_add(out, "f1", "F1", 100 * f1(&c));
+    }
+    out->items = c.all.total;
+    out->unit = "texts";
+    return QKV_OK;
+}
+
+static void classify_describe(const task *base, FILE *f) {
+    const classify_task *t = (const classify_task *)base;
+    const int n_labels = qkv_vocab_size(t->labels) - QKV_VOCAB_RESERVED;
+    fprintf(f, "%lld training texts (%lld tokens), %lld dev texts | %d tokens, %d labels",
+            (long long)qkv_dataset_size(t->train),
+            (long long)t->train_feats.start[t->train_feats.n],
+            (long long)qkv_dataset_size(t->dev.data), qkv_vocab_size(t->in.words), n_labels);
+    if (n_labels == 2) fprintf(f, " (positive: %s)", qkv_vocab_symbol(t->labels, POSITIVE));
+    for (int k = 0; k < t->in.s.n_features; k++)
+        fprintf(f, "%s %s %d", k ? "," : " | features:", qkv_word_feature_name(t->in.s.features[k]),
+                qkv_vocab_size(t->in.feat[k]));
+}
+
+static void classify_free(task *base) {
+    classify_task *t = (classify_task *)base;
+    enc_batch_buf_free(&t->buf);
+    label_set_free(&t->dev);
+    enc_feats_free(&t->train_feats);
+    qkv_dataset_free(t->train);
+    qkv_vocab_free(t->labels);
+    enc_input_free(&t->in);
+    qkv_corpus_free(t->train_corpus);
+    free(t);
+}
+
+/* ---- qkv eval / decode / attn on a classify run
+ * ----------------------------------------------------- */
+
+static bool open_run(run_dir *r, const char *cmd, enc_input *in) {
+    enc_input_settings is;
+    if (!enc_input_read_settings(&r->conf, false, &is) || !config_check_unused(&r->conf)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
+        return false;
+    }
+    const qkv_model_config *c = &r->model->cfg;
+    if (c->arch != QKV_ARCH_ENCODER || c->head != QKV_HEAD_POOLED ||
+        c->n_features != is.n_features) {
+        fprintf(stderr,
+                "qkv %s: %s: the model is not the encoder with a pooled head and %d feature inputs "
+                "task.conf describes\n",
+                cmd, r->dir, is.n_features);
+        return false;
+    }
+    if (enc_input_load(in, &is, r->dir, r->src)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, qkv_last_error());
+        return false;
+    }
+    for (int k = 0; k < is.n_features; k++)
+        if (qkv_vocab_size(in->feat[k]) != c->feature_vocab[k]) {
+            fprintf(stderr, "qkv %s: %s: feat.%s.vocab has %d symbols, the model's table %d\n", cmd,
+                    r->dir, qkv_word_feature_name(is.features[k]), qkv_vocab_size(in->feat[k]),
+                    c->feature_vocab[k]);
+            enc_input_free(in);
+            return false;
+        }
+    return true;
+}
+
+static int classify_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
+    enc_input in;
+    if (!open_run(r, "eval", &in)) return 1;
+    label_set t;
+    label_counts c;
+    label_sink out = {NULL, NULL};
+    int rc = 1;
+    const clock_t c0 = clock();
+    if (label_set_load(&t, data, r->model->cfg.max_len, &in, r->tgt) ||
+        score_set(r->model, &in, &t, 8192, &c, &out)) {
+        fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
+    } else {
+        for (int64_t i = 0; i < o->show && i < qkv_dataset_size(t.data); i++) {
+            size_t gl = 0, tl = 0;
+            const char *gold = qkv_corpus_symbol(t.corpus, i, QKV_FIELD_TGT, 0, &gl);
+            const char *text = qkv_corpus_key(t.corpus, i, &tl);
+            printf("%s\t%.4f\t(gold %.*s)\t%.*s%s\n", qkv_vocab_symbol(r->tgt, out.pred[i]),
+                   out.prob[i], (int)gl, gold, (int)(tl < 80 ? tl : 80), text,
+                   tl > 80 ? " ..." : "");
+        }
+        printf("%s: %lld texts: accuracy %.2f%%", data, (long long)c.all.total,
+               100 * qkv_accuracy_rate(&c.all));
+        if (qkv_vocab_size(r->tgt) == QKV_VOCAB_RESERVED + 2)
+            printf("; %s: precision %.2f%%, recall %.2f%%, F1 %.2f%%",
+                   qkv_vocab_symbol(r->tgt, POSITIVE), 100 * precision(&c), 100 * recall(&c),
+                   100 * f1(&c));
+        printf(" (CPU %.1f s)\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
+        rc = 0;
+    }
+    free(out.pred);
+    free(out.prob);
+    label_set_free(&t);
+    enc_input_free(&in);
+    return rc;
+}
+
+/* label<TAB>probability for every line */
+static void print_labels(void *user, const enc_lines *l, const qkv_tensor *logits) {
+    const run_dir *r = user;
+    for (int64_t i = 0; i < l->n; i++) {
+        if (l->row[i] >= 0) {
+            const int64_t K = logits->shape[1];
+            const qkv_real *x = (const qkv_real *)logits->data + l->row[i] * K;
+            const int32_t best = enc_argmax(x, K);
+            printf("%s\t%.4f", qkv_vocab_symbol(r->tgt, best), label_probability(x, K, best));
+        }
+        printf("\n");
+    }
+}
+
+static int classify_decode_run(run_dir *r, const char *const *files, int n_files,
+                               const task_run_opts *o) {
+    enc_input in;
+    if (!open_run(r, "decode", &in)) return 1;
+    const int rc = enc_decode_files(r, &in, files, n_files, o->stream, print_labels, r);
+    enc_input_free(&in);
+    return rc;
+}
+
+static int classify_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
+    enc_input in;
+    if (!open_run(r, "attn", &in)) return 1;
+    const int rc = enc_attn(r, o->run, &in, input, o->out_dir, o->terminal, o->layer, o->head);
+    enc_input_free(&in);
+    return rc;
+}
+
+const task_ops classify_task_ops = {.name = "classify",
+                                    .select = "accuracy",
+                                    .lower_is_better = false,
+                                    .create = classify_create,
+                                    .prepare = classify_prepare,
+                                    .batch = classify_batch,
+                                    .evaluate = classify_evaluate,
+                                    .describe = classify_describe,
+                                    .free = classify_free,
+                                    .eval_run = classify_eval_run,
+                                    .decode_run = classify_decode_run,
+                                    .attn_run = classify_attn_run};

@@ -1,0 +1,267 @@
+/* encoder_lines.c: see encoder_lines.h. */
+#include "encoder_lines.h"
+
+#include "qkv/qkv_viz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static bool grow(void **p, int64_t need, size_t elem) {
+    void *g = realloc(*p, elem * (size_t)need);
+    if (!g) return false;
+    *p = g;
+    return true;
+}
+
+/* Make room for n_lines lines and n_tokens tokens in every array. */
+static bool reserve(enc_lines *l, const enc_input *in, int64_t n_lines, int64_t n_tokens) {
+    const int64_t F = in->s.n_features;
+    if (n_lines > l->cap_lines) {
+        const int64_t cap = n_lines > 2 * l->cap_lines ? n_lines : 2 * l->cap_lines;
+        if (!grow((void **)&l->text, cap, sizeof *l->text) ||
+            !grow((void **)&l->start, cap + 1, sizeof *l->start) ||
+            !grow((void **)&l->row, cap, sizeof *l->row))
+            return false;
+        l->cap_lines = cap;
+    }
+    if (n_tokens > l->cap_tokens) {
+        const int64_t cap = n_tokens > 2 * l->cap_tokens ? n_tokens : 2 * l->cap_tokens;
+        if (!grow((void **)&l->tok, cap, sizeof *l->tok) ||
+            !grow((void **)&l->tok_len, cap, sizeof *l->tok_len) ||
+            !grow((void **)&l->words, cap, sizeof *l->words) ||
+            !grow((void **)&l->feats, cap * F + 1, sizeof *l->feats))
+            return false;
+        l->cap_tokens = cap;
+    }
+    return true;
+}
+
+qkv_status enc_lines_add(enc_lines *l, const enc_input *in, const char *file, int64_t line_no,
+                         const char *text, int64_t max_len) {
+    const int64_t F = in->s.n_features;
+    const size_t n = strlen(text);
+    if (!reserve(l, in, l->n + 1, 0)) return qkv_set_error(QKV_ERR_OOM, "out of memory");
+    char *copy = malloc(n + 1);
+    if (!copy) return qkv_set_error(QKV_ERR_OOM, "out of memory");
+    memcpy(copy, text, n + 1);
+    if (l->n == 0) l->start[0] = 0;
+    int64_t k = l->start[l->n];
+    char *p = copy;
+    qkv_status st = QKV_OK;
+    while (*p && !st) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p) break;
+        const size_t len = strcspn(p, " \t");
+        if (k - l->start[l->n] == max_len) {
+            st = qkv_set_error(QKV_ERR_SHAPE,
+                               "%s:%lld: input longer than the model's limit of %lld tokens", file,
+                               (long long)line_no, (long long)max_len);
+            break;
+        }
+        if (!reserve(l, in, l->n + 1, k + 1)) {
+            st = qkv_set_error(QKV_ERR_OOM, "out of memory");
+            break;
+        }
+        const bool last = !p[len];
+        p[len] = '\0';
+        l->tok[k] = p;
+        l->tok_len[k] = (int64_t)len;
+        st = enc_input_token(in, p, len, &l->words[k], l->feats + k * F);
+        k++;
+        p += len + !last;
+    }
+    if (st) {
+        free(copy);
+        return st;
+    }
+    l->text[l->n] = copy;
+    l->start[++l->n] = k;
+    return QKV_OK;
+}
+
+void enc_lines_clear(enc_lines *l) {
+    for (int64_t i = 0; i < l->n; i++)
+        free(l->text[i]);
+    l->n = 0;
+}
+
+void enc_lines_free(enc_lines *l) {
+    enc_lines_clear(l);
+    free(l->text), free(l->start), free(l->tok), free(l->tok_len), free(l->words), free(l->feats),
+        free(l->row);
+    memset(l, 0, sizeof *l);
+}
+
+qkv_tensor *enc_lines_logits(qkv_ctx *ctx, const qkv_model *m, enc_lines *l,
+                             qkv_tensor **weights_out) {
+    const int64_t F = m->cfg.n_features;
+    int64_t B = 0, S = 0;
+    for (int64_t i = 0; i < l->n; i++) {
+        const int64_t len = l->start[i + 1] - l->start[i];
+        l->row[i] = len ? B++ : -1;
+        if (len > S) S = len;
+    }
+    if (B == 0) return NULL;
+    qkv_tensor *src = qkv_tensor_zeros(ctx, QKV_I32, 2, (int64_t[]){B, S}); /* <pad> = 0 */
+    qkv_tensor *feats = F ? qkv_tensor_zeros(ctx, QKV_I32, 3, (int64_t[]){B, S, F}) : NULL;
+    if (!src || (F && !feats)) return NULL;
+    for (int64_t i = 0; i < l->n; i++) {
+        if (l->row[i] < 0) continue;
+        const int64_t len = l->start[i + 1] - l->start[i], r = l->row[i];
+        memcpy((int32_t *)src->data + r * S, l->words + l->start[i], sizeof(int32_t) * (size_t)len);
+        if (F)
+            memcpy((int32_t *)feats->data + r * S * F, l->feats + l->start[i] * F,
+                   sizeof(int32_t) * (size_t)(len * F));
+    }
+    return qkv_model_classify_features(ctx, m, src, feats, weights_out);
+}
+
+static bool flush(const run_dir *r, qkv_ctx *ctx, enc_lines *l, enc_print_fn print, void *user) {
+    if (!l->n) return true;
+    qkv_ctx_reset(ctx);
+    qkv_tensor *logits = enc_lines_logits(ctx, r->model, l, NULL);
+    if (qkv_ctx_status(ctx)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return false;
+    }
+    print(user, l, logits);
+    fflush(stdout);
+    enc_lines_clear(l);
+    return true;
+}
+
+int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *files, int n_files,
+                     bool stream, enc_print_fn print, void *user) {
+    qkv_ctx *ctx = NULL;
+    qkv_ctx_params cp = qkv_ctx_default_params();
+    if (qkv_ctx_new(&cp, &ctx)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
+    }
+    qkv_ctx_set_grad_enabled(ctx, false);
+    qkv_ctx_set_training(ctx, false);
+    enc_lines l;
+    memset(&l, 0, sizeof l);
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
+        const char *name = n_files ? files[f] : "<stdin>";
+        FILE *fp = n_files ? fopen(files[f], "r") : stdin;
+        if (!fp) {
+            fprintf(stderr, "qkv decode: cannot open %s\n", name);
+            rc = 1;
+            break;
+        }
+        int64_t line_no = 0;
+        while (rc == 0 && getline(&line, &cap, fp) >= 0) {
+            line_no++;
+            line[strcspn(line, "\r\n")] = '\0';
+            if (enc_lines_add(&l, in, name, line_no, line, r->model->cfg.max_len)) {
+                fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+                rc = 1;
+            } else if ((stream || l.n == 64) && !flush(r, ctx, &l, print, user)) {
+                rc = 1;
+            }
+        }
+        if (n_files) fclose(fp);
+    }
+    if (rc == 0 && !flush(r, ctx, &l, print, user)) rc = 1;
+    enc_lines_free(&l);
+    free(line);
+    qkv_ctx_free(ctx);
+    return rc;
+}
+
+int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char *input,
+             const char *out_dir, bool terminal, int layer, int head) {
+    const qkv_model_config *c = &r->model->cfg;
+    const int64_t L = c->n_encoder_layers, H = c->n_heads;
+    int rc = 1;
+    qkv_ctx *ctx = NULL;
+    enc_lines l;
+    memset(&l, 0, sizeof l);
+    qkv_tensor **w = calloc((size_t)L, sizeof *w);
+    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
+    const char **out = NULL;
+    qkv_ctx_params cp = qkv_ctx_default_params();
+    if (!w || !maps || qkv_ctx_new(&cp, &ctx)) {
+        fprintf(stderr, "qkv attn: out of memory\n");
+        goto done;
+    }
+    qkv_ctx_set_grad_enabled(ctx, false);
+    qkv_ctx_set_training(ctx, false);
+    if (enc_lines_add(&l, in, "<input>", 1, input, c->max_len)) goto fail;
+    const int64_t S = l.start[1];
+    if (S == 0) {
+        fprintf(stderr, "qkv attn: the input has no tokens\n");
+        goto done;
+    }
+    qkv_tensor *logits = enc_lines_logits(ctx, r->model, &l, w);
+    if (qkv_ctx_status(ctx)) goto fail;
+    const int64_t K = logits->shape[logits->ndim - 1];
+    const bool tokens = c->head == QKV_HEAD_TOKEN;
+    out = calloc((size_t)S, sizeof *out);
+    if (!out) goto fail;
+    printf("%s ->", input);
+    for (int64_t s = 0; s < (tokens ? S : 1); s++) {
+        out[s] = qkv_vocab_symbol(r->tgt, enc_argmax((const qkv_real *)logits->data + s * K, K));
+        printf(" %s", out[s]);
+    }
+    printf("\n");
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t h = 0; h < H; h++)
+            maps[i * H + h] = (qkv_attn_map){.stack = "encoder",
+                                             .layer = (int)i,
+                                             .head = (int)h,
+                                             .kind = QKV_ATTN_SELF,
+                                             .rows = S,
+                                             .cols = S,
+                                             .dtype = QKV_REAL,
+                                             .weights = (const qkv_real *)w[i]->data +
+                                                        h * S * S, /* (1, H, S, S) */
+                                             .row_labels = l.tok,
+                                             .col_labels = l.tok};
+    char dir[1024];
+    const size_t n = strlen(run);
+    const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
+    snprintf(dir, sizeof dir, "%s%s",
+             out_dir ? out_dir
+             : file  ? "attn"
+                     : run,
+             out_dir || file ? "" : "/attn");
+    qkv_attn_page page = {.title = input,
+                          .input_tokens = l.tok,
+                          .n_input = S,
+                          .output_tokens = out,
+                          .n_output = tokens ? S : 1,
+                          .maps = maps,
+                          .n_maps = L * H};
+    mkdir(dir, 0777);
+    if (qkv_attn_export(dir, &page, NULL)) goto fail;
+    printf("%lld attention maps (%lld encoder layers x %lld heads): %s/index.html\n",
+           (long long)(L * H), (long long)L, (long long)H, dir);
+    for (int64_t i = 0; terminal && i < L * H; i++) {
+        const bool filtered = layer >= 0 || head >= 0;
+        const bool pick =
+            filtered ? (layer < 0 || maps[i].layer == layer) && (head < 0 || maps[i].head == head)
+                     : maps[i].layer == L - 1;
+        if (!pick) continue;
+        printf("\n");
+        if (qkv_attn_terminal(stdout, &maps[i], NULL)) goto fail;
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+done:
+    free(out);
+    free(maps);
+    free(w);
+    enc_lines_free(&l);
+    qkv_ctx_free(ctx);
+    return rc;
+}

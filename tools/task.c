@@ -1,0 +1,168 @@
+/* task.c: the task registry and what the task families share (task.h). */
+#include "task.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const task_ops *const all_tasks[] = {&seq2seq_task_ops, &tagging_task_ops,
+                                            &classify_task_ops};
+#define N_TASKS (int)(sizeof all_tasks / sizeof *all_tasks)
+
+void task_metrics_add(task_metrics *m, const char *key, const char *label, double value) {
+    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value};
+}
+
+double task_metrics_get(const task_metrics *m, const char *key) {
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->m[i].key, key)) return m->m[i].value;
+    return NAN;
+}
+
+const task_ops *task_find(const char *name) {
+    for (int i = 0; i < N_TASKS; i++)
+        if (!strcmp(all_tasks[i]->name, name)) return all_tasks[i];
+    return NULL;
+}
+
+bool task_create(config *cfg, task **out) {
+    *out = NULL;
+    const char *names[N_TASKS];
+    for (int i = 0; i < N_TASKS; i++)
+        names[i] = all_tasks[i]->name;
+    int k = 0;
+    if (!config_enum(cfg, "task", 0, names, N_TASKS, &k)) return false;
+    return all_tasks[k]->create(cfg, out);
+}
+
+void task_free(task *t) {
+    if (t) t->ops->free(t);
+}
+
+qkv_status task_path(char *buf, size_t size, const char *dir, const char *name) {
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    if (n > 0 && (size_t)n < size) return QKV_OK;
+    return qkv_set_error(QKV_ERR_INVALID_ARG, "%s/%s: path longer than %zu bytes", dir, name,
+                         size - 1);
+}
+
+qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n) {
+    char path[1024], tmp[1100];
+    qkv_status st = task_path(path, sizeof path, dir, "task.conf");
+    if (st) return st;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return qkv_set_error(QKV_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "# written by qkv train: how qkv eval, decode and attn read inputs for this run\n");
+    fprintf(f, "task = %s\n", name);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\n", lines[i]);
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        return qkv_set_error(QKV_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return QKV_OK;
+}
+
+/* ---- shared readers ---------------------------------------------------------------------------
+ */
+
+static const char *pos_names[] = {"none", "sinusoidal", "learned"};
+static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
+static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
+static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
+static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
+static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
+#define N(a) a, (int)(sizeof a / sizeof *a)
+
+static bool read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
+    char key[96];
+    int e = 0;
+    int64_t v = 0;
+#define KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
+    if (!config_enum(cfg, KEY("score"), a->score, N(score_names), &e)) return false;
+    a->score = (qkv_score_kind)e;
+    if (!config_enum(cfg, KEY("norm"), a->norm, N(norm_names), &e)) return false;
+    a->norm = (qkv_attn_norm)e;
+    if (!config_enum(cfg, KEY("relpos"), a->relpos, N(relpos_names), &e)) return false;
+    a->relpos = (qkv_relpos_kind)e;
+    if (!config_int(cfg, KEY("relpos_max_distance"), a->relpos_max_distance, 0, 100000, &v))
+        return false;
+    a->relpos_max_distance = (int32_t)v;
+    if (!config_int(cfg, KEY("relpos_buckets"), a->relpos_buckets, 1, 100000, &v)) return false;
+    a->relpos_buckets = (int32_t)v;
+#undef KEY
+    return true;
+}
+
+bool task_read_common(config *cfg, task_settings *s) {
+    if (!config_str(cfg, "data.train", NULL, &s->train_path) ||
+        !config_str(cfg, "data.dev", NULL, &s->dev_path) ||
+        !config_str(cfg, "data.test", NULL, &s->test_path) ||
+        !config_str(cfg, "out.dir", NULL, &s->out_dir))
+        return false;
+    qkv_train_config *t = &s->train;
+    *t = qkv_train_default_config();
+    double lr, min_lr;
+    int64_t warmup, v;
+    int e;
+    if (!config_int(cfg, "train.steps", 2000, 1, INT64_C(1) << 40, &s->steps) ||
+        !config_int(cfg, "train.max_tokens", 4096, 1, INT64_C(1) << 30, &s->max_tokens) ||
+        !config_double(cfg, "train.lr", 1e-3, 0, 10, &lr) ||
+        !config_int(cfg, "train.warmup", 400, 0, INT64_C(1) << 40, &warmup) ||
+        !config_double(cfg, "train.min_lr", 1e-5, 0, 10, &min_lr) ||
+        !config_enum(cfg, "train.schedule", 1, N(schedule_names), &e))
+        return false;
+    t->schedule = (qkv_lr_schedule){.kind = e == 0   ? QKV_LR_CONSTANT
+                                            : e == 1 ? QKV_LR_INV_SQRT
+                                                     : QKV_LR_WARMUP_COSINE,
+                                    .base_lr = lr,
+                                    .warmup_steps = warmup,
+                                    .total_steps = s->steps,
+                                    .min_lr = min_lr};
+    t->optim.lr = lr;
+    if (!config_double(cfg, "train.weight_decay", t->optim.weight_decay, 0, 10,
+                       &t->optim.weight_decay) ||
+        !config_double(cfg, "train.clip", 1.0, 0, 1e9, &t->clip_norm) ||
+        !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
+        !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
+        return false;
+    t->accum_steps = (int32_t)v;
+    if (!config_int(cfg, "train.seed", 1, 0, INT64_MAX, &v)) return false;
+    t->seed = (uint64_t)v;
+    return config_int(cfg, "train.eval_every", 500, 1, INT64_C(1) << 40, &s->eval_every) &&
+           config_int(cfg, "train.log_every", 50, 1, INT64_C(1) << 40, &s->log_every) &&
+           config_int(cfg, "train.threads", 0, 0, 4096, &s->threads);
+}
+
+bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
+                             qkv_model_config *m) {
+    int64_t d_model, heads, layers, v;
+    int e;
+    if (!config_int(cfg, "model.d_model", 256, 1, 65536, &d_model) ||
+        !config_int(cfg, "model.heads", 4, 1, 1024, &heads) ||
+        !config_int(cfg, "model.encoder_layers", 3, 1, 1000, &layers))
+        return false;
+    *m = qkv_model_default_config(QKV_ARCH_ENCODER, (int32_t)d_model, (int32_t)heads,
+                                  (int32_t)layers);
+    m->head = head;
+    if (!config_int(cfg, "model.ff", 4 * d_model, 1, 1 << 20, &v)) return false;
+    m->dim_feedforward = (int32_t)v;
+    if (!config_double(cfg, "model.dropout", 0.1, 0, 0.99, &m->dropout) ||
+        !config_bool(cfg, "model.norm_first", false, &m->norm_first) ||
+        !config_enum(cfg, "model.pos", QKV_POS_SINUSOIDAL, N(pos_names), &e))
+        return false;
+    m->pos = (qkv_abs_pos)e;
+    if (!config_enum(cfg, "model.activation", QKV_ACT_RELU, N(act_names), &e)) return false;
+    m->activation = (qkv_activation)e;
+    if (!config_int(cfg, "model.max_len", default_max_len, 1, 1 << 20, &v)) return false;
+    m->max_len = (int32_t)v;
+    m->pad_id = QKV_VOCAB_PAD;
+    return read_attention(cfg, "model.attention", &m->self_attn);
+}

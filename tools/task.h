@@ -1,0 +1,127 @@
+/*
+ * task.h: what `qkv train` needs from a task family, so its training loop (cmd_train.c) is the
+ * same for all of them. The configuration key `task` picks the family:
+ *
+ *   seq2seq   pairs "source<TAB>t1 t2 ...": encoder-decoder, dev WER / PER (seq2seq_task.c)
+ *   tagging   token-per-line tagged sentences: encoder-only, token head, token accuracy
+ *             (tagging_task.c)
+ *   classify  "label<TAB>t1 t2 ...": encoder-only, pooled head, accuracy (classify_task.c)
+ *
+ * A task reads its keys, loads the training and dev data with its vocabularies (built and saved
+ * into the run directory on a fresh run, read back from it on --resume), turns each batch of the
+ * batcher into a trainer batch, and evaluates a model on the dev set into named metrics. One of
+ * them (ops->select) picks the best checkpoint (model.safetensors); the training log has one
+ * "dev_<key>" member per metric.
+ *
+ * Every task writes task.conf into the run directory: the `task` key and the keys `qkv eval`,
+ * `qkv decode` and `qkv attn` need to read inputs the way training did (a run without task.conf
+ * is a seq2seq run: the runs written before tasks existed).
+ */
+#ifndef QKV_TOOLS_TASK_H
+#define QKV_TOOLS_TASK_H
+
+#include "config.h"
+#include "qkv/qkv.h"
+#include "qkv/qkv_data.h"
+#include "qkv/qkv_train.h"
+
+#include <stdio.h>
+
+#define TASK_MAX_METRICS 8
+
+typedef struct task_metric {
+    const char *key;   /* log.jsonl member "dev_<key>" (e.g. "wer", "accuracy") */
+    const char *label; /* printed name (e.g. "WER", "accuracy") */
+    double value;      /* in percent */
+} task_metric;
+
+typedef struct task_metrics {
+    int n;
+    task_metric m[TASK_MAX_METRICS];
+    int64_t items;    /* what was scored */
+    const char *unit; /* "words", "tokens", "texts" */
+} task_metrics;
+
+/* Append a metric (ignored past TASK_MAX_METRICS); the value of key (NAN when absent). */
+void task_metrics_add(task_metrics *m, const char *key, const char *label, double value);
+double task_metrics_get(const task_metrics *m, const char *key);
+
+/* The settings every task has: what the training loop reads. */
+typedef struct task_settings {
+    const char *train_path, *dev_path, *test_path, *out_dir;
+    qkv_model_config model;
+    qkv_train_config train;
+    int64_t steps, max_tokens, eval_every, log_every, threads;
+} task_settings;
+
+typedef struct task task;
+struct run_dir;
+
+/* The command-line options of `qkv eval / decode / attn` that reach a task's inference. */
+typedef struct task_run_opts {
+    const char *run; /* the RUN argument (a directory or a model file) */
+    int show;        /* eval --show N */
+    bool stream;     /* decode --stream: each input as soon as it is read */
+    const char *out_dir;
+    bool terminal;
+    int layer, head; /* attn filters; negative: none */
+} task_run_opts;
+
+typedef struct task_ops {
+    const char *name;     /* the value of the `task` key */
+    const char *select;   /* key of the metric that picks model.safetensors */
+    bool lower_is_better; /* of that metric */
+    /* Read every key of the task (after `task`) into a new task; false with cfg->error. */
+    bool (*create)(config *cfg, task **out);
+    /* Read the training and dev data; build the vocabularies and save them with task.conf into
+     * out_dir (fresh run) or load them from it (resume). Fills the vocabulary sizes of
+     * t->s.model, t->train and t->batch_opts. qkv_last_error() on failure. */
+    qkv_status (*prepare)(task *t, bool resume);
+    /* The trainer batch of a batcher batch; its arrays stay valid until the next call. */
+    qkv_status (*batch)(task *t, const qkv_batch *b, qkv_train_batch *out);
+    /* Score m on the dev set. */
+    qkv_status (*evaluate)(task *t, const qkv_model *m, task_metrics *out);
+    /* One line about the data (sizes, vocabularies), without the newline. */
+    void (*describe)(const task *t, FILE *f);
+    void (*free)(task *t);
+    /* `qkv eval`, `qkv decode` and `qkv attn` on a run of this task (exit statuses, messages on
+     * stderr); NULL for seq2seq, whose commands live in cmd_eval.c, cmd_decode.c, cmd_attn.c. */
+    int (*eval_run)(struct run_dir *r, const char *data, const task_run_opts *o);
+    int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
+                      const task_run_opts *o);
+    int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
+} task_ops;
+
+/* The part of a task the training loop sees; implementations embed it as their first member. */
+struct task {
+    const task_ops *ops;
+    task_settings s;
+    const qkv_dataset *train;  /* set by prepare */
+    qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */
+};
+
+extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops;
+
+/* The task family called name; NULL when there is none. */
+const task_ops *task_find(const char *name);
+/* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
+bool task_create(config *cfg, task **out);
+void task_free(task *t); /* accepts NULL */
+
+/* "<dir>/<name>" into buf; QKV_ERR_INVALID_ARG (qkv_last_error()) when it does not fit. */
+qkv_status task_path(char *buf, size_t size, const char *dir, const char *name);
+
+/* Shared readers for the encoder-only tasks (seq2seq reads the same keys, with the same defaults,
+ * in seq2seq_read_settings; tests/tools/test_task_settings.c checks that they agree):
+ * data.train, data.dev, data.test, out.dir and the train.* keys but scheduled sampling and
+ * guided attention; the encoder model keys (model.d_model, heads, encoder_layers, ff, dropout,
+ * norm_first, pos, activation, max_len, attention.*) into an encoder-only configuration with the
+ * given head. False with cfg->error. */
+bool task_read_common(config *cfg, task_settings *s);
+bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
+                             qkv_model_config *m);
+
+/* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
+qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);
+
+#endif

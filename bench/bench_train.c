@@ -180,7 +180,7 @@ int main(int argc, char **argv) {
         const double rss = bench_peak_rss_mib();
         if (json)
             printf("{\"impl\": \"qkv\", \"mode\": \"train\", \"config\": \"%s\", \"threads\": %d, "
-                   "\"params\": %lld, \"flop_per_tok\": %.6g, \"tokens_per_step\": %lld, "
+                   "\"params\": %lld, \"flop_per_tok\": %.10g, \"tokens_per_step\": %lld, "
                    "\"steps\": %d, \"warmup\": %d, \"step_s_median\": %.6g, \"step_s_min\": %.6g, "
                    "\"step_s_max\": %.6g, \"tok_per_s\": %.6g, \"gflops\": %.6g, "
                    "\"peak_rss_mib\": %.1f, \"first_loss\": %.6g, \"last_loss\": %.6g, "

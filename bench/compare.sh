@@ -2,7 +2,7 @@
 # bench/compare.sh: qkv against PyTorch on the issue-4 configurations, in the same run.
 #
 #   bash bench/compare.sh [--only S,B,gpt2,attn] [--reps R] [--quick] [--threads N] [--scaling]
-#                         [--attn-mem-cap-gib G] [--out DIR]
+#                         [--qkv-wait-policy P] [--attn-mem-cap-gib G] [--out DIR]
 #   make bench-compare [COMPARE_ARGS="..."]
 #
 # Per repetition (R, default 3; each measurement a separate process, so peak RSS is its own):
@@ -20,12 +20,15 @@
 #      is under min(--attn-mem-cap-gib, default 8, half of MemAvailable); otherwise the table
 #      says "does not fit" with the estimate.
 # PyTorch runs with OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=N OPENBLAS_NUM_THREADS=N and
-# torch.set_num_threads(N) (the anchors' tuned setting); qkv with --threads N and its default
-# environment. N = --threads (default 2). Without `import torch` in /usr/bin/python3 (Debian:
+# torch.set_num_threads(N) (the anchors' tuned setting); qkv with --threads N and
+# OMP_WAIT_POLICY=P (--qkv-wait-policy, default PASSIVE: the same environment as PyTorch; on a
+# loaded machine libgomp's default spinning halves qkv's speed; "unset" leaves the environment as
+# it is). N = --threads (default 2). Without `import torch` in /usr/bin/python3 (Debian:
 # python3-torch) the PyTorch side is skipped with a message.
 # Steps (warm-up + timed): S 3 + 12, B 1 + 3 (a B step takes seconds: bounded), gpt2 2 + 8;
-# decode repetitions S 3, B 2 after a warm-up. --quick: one repetition, S 1 + 2, B 0 + 1,
-# gpt2 1 + 1, one decode, attention at batch 8 T = 128 and batch 1 T = 1024 only: a smoke run.
+# decode repetitions S 3, B 2 after a warm-up; attention 5 (short) to 1 (T >= 2048) after one.
+# --quick: one repetition, S 1 + 2, B 0 + 1, gpt2 1 + 1, one decode, attention at batch 8
+# T = 128 and batch 1 T = 1024 only: a smoke run.
 # Every JSON line goes to DIR/results.jsonl (default build/bench-compare/<date-time>); the
 # markdown tables (bench/compare_table.py) to DIR/tables.md and stdout.
 set -euo pipefail
@@ -39,6 +42,7 @@ QUICK=0
 THREADS=2
 SCALING=0
 ATTN_CAP_GIB=8
+QKV_WAIT=PASSIVE
 OUT=""
 usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -49,6 +53,7 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --scaling) SCALING=1; shift ;;
     --attn-mem-cap-gib) ATTN_CAP_GIB=$2; shift 2 ;;
+    --qkv-wait-policy) QKV_WAIT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h | --help) usage ;;
     *) echo "compare.sh: unknown option '$1'" >&2; usage ;;
@@ -75,7 +80,7 @@ if [ $QUICK = 1 ]; then
     ATTN_CASES="8:128:1 1:1024:1"
 else
     declare -A WARMUP=([S]=3 [B]=1 [gpt2]=2) STEPS=([S]=12 [B]=3 [gpt2]=8) DREPS=([S]=3 [B]=2)
-    ATTN_CASES="8:128:5 8:512:3 8:1024:3 8:2048:2 1:1024:5 1:4096:3 1:8192:2" # batch:T:reps
+    ATTN_CASES="8:128:5 8:512:3 8:1024:3 8:2048:1 1:1024:5 1:4096:1 1:8192:1" # batch:T:reps
 fi
 OUT=${OUT:-build/bench-compare/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -94,7 +99,8 @@ meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta threads "$THREADS"
 meta reps "$REPS"
 meta quick "$QUICK"
-meta qkv_env "default (OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
+if [ "$QKV_WAIT" != unset ]; then export OMP_WAIT_POLICY=$QKV_WAIT; fi # qkv's; PyTorch's is set below
+meta qkv_env "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 meta torch_env "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS"
 meta torch "$([ $TORCH = 1 ] && "$PYTHON" -c 'import torch; print(torch.__version__)' || echo absent)"
 echo "compare.sh: results in $OUT (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
@@ -119,6 +125,7 @@ torch() {
         "$PYTHON" bench/torch_bench.py --threads "$THREADS" "${@:3}"
 }
 params_of() { printf '%s\n' "$1" | grep -o '"params": [0-9]*' | head -1 | awk '{print $2}'; }
+flops_of() { printf '%s\n' "$1" | grep -o '"flop_per_tok": [0-9.e+]*' | head -1 | awk '{print $2}'; }
 
 mem_available_mib() { awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo; }
 
@@ -130,15 +137,23 @@ for rep in $(seq 1 "$REPS"); do
         q_cmd=("$BUILD/bench_train" --config $c --threads "$THREADS" --warmup "$w" --steps "$s" --json)
         t_args=(--config $c --mode train --warmup "$w" --steps "$s")
         if [ $((rep % 2)) = 1 ]; then
-            qkv "$rep" "train $c qkv" "${q_cmd[@]}"; qp=$(params_of "$LAST")
-            LAST=""; torch "$rep" "train $c torch" "${t_args[@]}"; tp=$(params_of "$LAST")
+            qkv "$rep" "train $c qkv" "${q_cmd[@]}"; Q_OUT=$LAST
+            LAST=""; torch "$rep" "train $c torch" "${t_args[@]}"; T_OUT=$LAST
         else
-            LAST=""; torch "$rep" "train $c torch" "${t_args[@]}"; tp=$(params_of "$LAST")
-            qkv "$rep" "train $c qkv" "${q_cmd[@]}"; qp=$(params_of "$LAST")
+            LAST=""; torch "$rep" "train $c torch" "${t_args[@]}"; T_OUT=$LAST
+            qkv "$rep" "train $c qkv" "${q_cmd[@]}"; Q_OUT=$LAST
         fi
-        if [ -n "$tp" ] && [ "$qp" != "$tp" ]; then
-            echo "compare.sh: parameter counts differ for config $c: qkv $qp, PyTorch $tp (the models are not the same)" >&2
-            exit 1
+        # the two sides must train the same model and count the same FLOPs (computed independently
+        # by bench_common.h and torch_bench.py)
+        if [ -n "$T_OUT" ]; then
+            if [ "$(params_of "$Q_OUT")" != "$(params_of "$T_OUT")" ]; then
+                echo "compare.sh: parameter counts differ for config $c: qkv $(params_of "$Q_OUT"), PyTorch $(params_of "$T_OUT") (the models are not the same)" >&2
+                exit 1
+            fi
+            if ! awk -v a="$(flops_of "$Q_OUT")" -v b="$(flops_of "$T_OUT")" 'BEGIN {exit !(a > 0 && (a - b) ^ 2 <= (1e-5 * b) ^ 2)}'; then
+                echo "compare.sh: FLOP per token differ for config $c: qkv $(flops_of "$Q_OUT"), PyTorch $(flops_of "$T_OUT")" >&2
+                exit 1
+            fi
         fi
         if [ $SCALING = 1 ] && [ "$THREADS" != 1 ]; then
             qkv "$rep" "train $c qkv 1 thread" "$BUILD/bench_train" --config $c --threads 1 --warmup "$w" --steps "$s" --json

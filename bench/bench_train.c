@@ -16,7 +16,9 @@
  * Measured: the wall time of each qkv_trainer_step after --warmup untimed steps; reported are
  * the median (and min, max) seconds per step, target tokens per second = batch x target length /
  * median, GFLOP/s = training FLOPs per token (bench_common.h) x tokens/s, and the peak resident
- * memory of the process (getrusage ru_maxrss; run one configuration per process). The parameter
+ * memory of the process (getrusage ru_maxrss; run one configuration per process), and what it
+ * holds: the step arena's high-water mark (activations, the tape's saved tensors, gradients of
+ * intermediates) and the parameter table (values, gradients, two Adam moments). The parameter
  * count is printed so bench/compare.sh can check it against PyTorch's module.
  */
 #include "bench_common.h"
@@ -178,21 +180,24 @@ int main(int argc, char **argv) {
         const double med = bench_median(t, steps);
         const double tok_s = (double)tok_step / med;
         const double rss = bench_peak_rss_mib();
+        const double arena = (double)qkv_ctx_arena_peak(qkv_trainer_ctx(tr)) / 1048576.0;
+        const double table = 4.0 * (double)params * sizeof(qkv_real) / 1048576.0;
         if (json)
             printf("{\"impl\": \"qkv\", \"mode\": \"train\", \"config\": \"%s\", \"threads\": %d, "
                    "\"params\": %lld, \"flop_per_tok\": %.10g, \"tokens_per_step\": %lld, "
                    "\"steps\": %d, \"warmup\": %d, \"step_s_median\": %.6g, \"step_s_min\": %.6g, "
                    "\"step_s_max\": %.6g, \"tok_per_s\": %.6g, \"gflops\": %.6g, "
-                   "\"peak_rss_mib\": %.1f, \"first_loss\": %.6g, \"last_loss\": %.6g, "
+                   "\"peak_rss_mib\": %.1f, \"arena_peak_mib\": %.1f, \"param_table_mib\": %.1f, "
+                   "\"first_loss\": %.6g, \"last_loss\": %.6g, "
                    "\"version\": \"%s\"}\n",
                    c->name, qkv_get_num_threads(), (long long)params, flop_tok, (long long)tok_step,
                    steps, warmup, med, t[0], t[steps - 1], tok_s, flop_tok * tok_s / 1e9, rss,
-                   first_loss, last_loss, qkv_version());
+                   arena, table, first_loss, last_loss, qkv_version());
         else
             printf("s/step median %.4f (min %.4f, max %.4f); %.1f target tokens/s; %.1f GFLOP/s; "
-                   "peak RSS %.0f MiB; loss %.4f -> %.4f\n",
-                   med, t[0], t[steps - 1], tok_s, flop_tok * tok_s / 1e9, rss, first_loss,
-                   last_loss);
+                   "peak RSS %.0f MiB (step arena %.0f, parameter table %.0f); loss %.4f -> %.4f\n",
+                   med, t[0], t[steps - 1], tok_s, flop_tok * tok_s / 1e9, rss, arena, table,
+                   first_loss, last_loss);
     }
     free(t);
     batch_free(&d);

@@ -83,8 +83,10 @@ def main():
     p = out.append
     p(f"Run of {meta.get('date', '?')}: {meta.get('cpu', '?')}, {meta.get('mem', '?')}; "
       f"load average at the start {meta.get('load_start', '?')}, at the end {meta.get('load_end', '?')}.")
+    torch = (f"PyTorch {meta['torch']} with {meta.get('torch_env', '?')}" if meta.get("torch", "absent") != "absent"
+             else "PyTorch absent (its side skipped)")
     p(f"{threads} thread(s); {meta.get('reps', '?')} repetition(s){' (--quick)' if meta.get('quick') == '1' else ''}; "
-      f"PyTorch {meta.get('torch', '?')} with {meta.get('torch_env', '?')}; qkv with {meta.get('qkv_env', '?')}.")
+      f"{torch}; qkv with {meta.get('qkv_env', '?')}.")
     p("")
     if ceiling:
         p(f"sgemm ceiling (raw cblas_sgemm 2048^3, {threads} thread(s), median of 9 samples per run): "

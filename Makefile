@@ -3,7 +3,7 @@ BUILD ?= build/release
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-asan test-portable fuzz demo demo-reverse bench clean
+.PHONY: all build test test-asan test-portable fuzz demo demo-reverse bench bench-compare clean
 
 all: build
 
@@ -51,6 +51,11 @@ bench: build
 	$(BUILD)/bench_gemm
 	$(BUILD)/bench_attention
 	$(BUILD)/bench_decode
+
+# qkv against PyTorch in the same run (issue 4): tables on stdout, raw results under
+# build/bench-compare/. COMPARE_ARGS e.g. "--quick" or "--only S,gpt2 --reps 3" (bench/compare.sh).
+bench-compare: build
+	BUILD=$(BUILD) bash bench/compare.sh $(COMPARE_ARGS)
 
 clean:
 	rm -rf build

@@ -3,38 +3,44 @@
  * for the fast tiled kernel (FlashAttention-2 style) and the reference kernel.
  *
  *   bench_attention [--threads N] [--max-t T] [--ref-max-t T]
+ *   bench_attention --seq T [--batch B] [--reps R] [--causal] [--threads N] [--json]
  *
- * Shapes: B = 1, H = 8, D = Dv = 64, T = S = 128 .. 4096, causal and non-causal. q, k, v are
- * parameters (outside the step arena, gradients preallocated), so the arena peak of a step is
- * the op's own memory: the output, lse, the copy of dy and scratch. For comparison the table
- * shows what one (B, H, T, S) score matrix would take. The reference kernel runs up to
- * T = --ref-max-t (default 1024): it is the test oracle and costs O(T^2) in double.
- * GFLOP/s counts the nominal work: forward 4 B H T S D (two products), backward 2.5x that,
- * halved for causal.
+ * Table mode (the first form): B = 1, H = 8, D = Dv = 64, T = S = 128 .. --max-t, causal and
+ * non-causal, best of up to 20 runs (at least 2, while under ~1 s). The reference kernel runs up
+ * to T = --ref-max-t (default 1024): it is the test oracle and costs O(T^2) in double.
+ * Single-case mode (--seq; what bench/compare.sh runs beside bench/torch_bench.py --mode
+ * attention): the fast kernel only, B = --batch (default 1), H = 8, D = 64, no mask unless
+ * --causal, one warm-up then R runs (default 3), median of forward + backward.
+ *
+ * q, k, v are parameters (outside the step arena, gradients preallocated), so the arena peak of
+ * a step is the op's own memory: the output, lse, the copy of dy and scratch. "extra RSS" is the
+ * process's peak resident memory minus its resident memory just before the warm-up (inputs
+ * allocated), the measure the PyTorch side uses. For comparison the table shows what one
+ * (B, H, T, S) score matrix would take. GFLOP/s counts the nominal work: forward 4 B H T S D (two
+ * products), backward 2.5x that (FlashAttention-2 recomputes the scores), halved for causal;
+ * the single-case JSON also gives the materialising algorithm's 3 x 4 B H T S D (the anchors').
  */
-#include "qkv/qkv.h"
+#include "bench_common.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+enum { MAX_REPS = 20 };
 
 typedef struct {
-    double fwd_s, bwd_s; /* best of the repetitions */
-    size_t peak;         /* arena high-water mark of one step */
+    double fwd_s, bwd_s;  /* best of the repetitions */
+    double median_s;      /* median of forward + backward */
+    size_t peak;          /* arena high-water mark of one step */
+    double extra_rss_mib; /* process peak RSS minus RSS before the first run */
+    int reps;
     bool ok;
 } result;
 
-/* Forward + backward of one configuration on one kernel set; repeats while under ~1 s. */
-static result run(qkv_kernels kernels, int64_t T, bool causal) {
-    const int64_t B = 1, H = 8, D = 64;
-    result r = {1e30, 1e30, 0, false};
+/* Forward + backward of one configuration on one kernel set: `warmup` untimed runs, then at
+ * least min_reps and at most max_reps (<= MAX_REPS) timed runs, stopping after min_reps once
+ * `seconds` have been spent. */
+static result run(qkv_kernels kernels, int64_t B, int64_t T, bool causal, int warmup, int min_reps,
+                  int max_reps, double seconds) {
+    const int64_t H = 8, D = 64;
+    result r = {1e30, 1e30, 0, 0, 0, 0, false};
+    double times[MAX_REPS];
     qkv_params *p = NULL;
     qkv_tensor *q, *k, *v;
     const int64_t shape[4] = {B, H, T, D};
@@ -66,24 +72,30 @@ static result run(qkv_kernels kernels, int64_t T, bool causal) {
     mask.causal = causal;
     mask.window_left = mask.window_right = -1;
     double total = 0;
-    for (int rep = 0; rep < 20 && (rep < 2 || total < 1.0); rep++) {
+    const double rss0 = bench_rss_mib();
+    for (int rep = -warmup; rep < max_reps && (rep < min_reps || total < seconds); rep++) {
         qkv_ctx_reset(ctx);
         qkv_params_zero_grad(p);
         qkv_tensor *dyt = qkv_tensor_from(ctx, QKV_REAL, 4, shape, dy);
-        const double t0 = now();
+        const double t0 = bench_now();
         qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.125, &mask, NULL);
-        const double t1 = now();
+        const double t1 = bench_now();
         const qkv_status st = qkv_backward_from(ctx, o, dyt);
-        const double t2 = now();
+        const double t2 = bench_now();
         if (!o || st != QKV_OK) {
             fprintf(stderr, "bench_attention: %s\n", qkv_last_error());
+            r.ok = false;
             break;
         }
+        if (rep < 0) continue;
+        times[r.reps++] = t2 - t0;
         r.fwd_s = t1 - t0 < r.fwd_s ? t1 - t0 : r.fwd_s;
         r.bwd_s = t2 - t1 < r.bwd_s ? t2 - t1 : r.bwd_s;
         total += t2 - t0;
         r.ok = true;
     }
+    if (r.reps) r.median_s = bench_median(times, r.reps);
+    r.extra_rss_mib = bench_peak_rss_mib() - rss0;
     r.peak = qkv_ctx_arena_peak(ctx);
     qkv_ctx_free(ctx);
     free(dy);
@@ -95,8 +107,38 @@ static double mib(double bytes) {
     return bytes / (1024.0 * 1024.0);
 }
 
+/* Single-case mode: one line of text or JSON. */
+static int single(int64_t B, int64_t T, bool causal, int reps, bool json) {
+    const result f = run(QKV_KERNELS_FAST, B, T, causal, 1, reps, reps, 0);
+    if (!f.ok) return 1;
+    const double nominal =
+        4.0 * (double)(B * 8) * (double)T * (double)T * 64 * 3.5 * (causal ? 0.5 : 1);
+    const double materialized = 3 * 4.0 * (double)(B * 8) * (double)T * (double)T * 64;
+    const double scores = (double)(B * 8) * (double)T * (double)T * sizeof(qkv_real);
+    if (json)
+        printf("{\"impl\": \"qkv\", \"mode\": \"attention\", \"kernel\": \"sdpa tiled\", "
+               "\"batch\": %lld, \"heads\": 8, \"head_dim\": 64, \"seq\": %lld, \"causal\": %s, "
+               "\"threads\": %d, \"reps\": %d, \"fwd_bwd_s_median\": %.6g, \"fwd_s_min\": %.6g, "
+               "\"bwd_s_min\": %.6g, \"gflops_nominal\": %.6g, \"gflops\": %.6g, "
+               "\"arena_peak_mib\": %.2f, \"extra_peak_mib\": %.1f, \"peak_rss_mib\": %.1f, "
+               "\"nxn_tensor_mib\": %.1f}\n",
+               (long long)B, (long long)T, causal ? "true" : "false", qkv_get_num_threads(), f.reps,
+               f.median_s, f.fwd_s, f.bwd_s, nominal / f.median_s / 1e9,
+               materialized / f.median_s / 1e9, mib((double)f.peak), f.extra_rss_mib,
+               bench_peak_rss_mib(), mib(scores));
+    else
+        printf(
+            "B %lld, H 8, D 64, T %lld, %s: forward + backward median %.4f s of %d; %.1f GFLOP/s "
+            "(nominal); arena peak %.1f MiB; extra RSS %.0f MiB; one score matrix %.0f MiB\n",
+            (long long)B, (long long)T, causal ? "causal" : "no mask", f.median_s, f.reps,
+            nominal / f.median_s / 1e9, mib((double)f.peak), f.extra_rss_mib, mib(scores));
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    int64_t max_t = 4096, ref_max_t = 1024;
+    int64_t max_t = 4096, ref_max_t = 1024, seq = 0, batch = 1;
+    int reps = 3;
+    bool causal_one = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             qkv_set_num_threads(atoi(argv[++i]));
@@ -104,10 +146,31 @@ int main(int argc, char **argv) {
             max_t = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ref-max-t") && i + 1 < argc)
             ref_max_t = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--seq") && i + 1 < argc)
+            seq = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--causal"))
+            causal_one = true;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--max-t T] [--ref-max-t T]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--threads N] [--max-t T] [--ref-max-t T]\n"
+                    "       %s --seq T [--batch B] [--reps R] [--causal] [--threads N] [--json]\n",
+                    argv[0], argv[0]);
             return 2;
         }
+    }
+    if (seq) {
+        if (seq < 1 || batch < 1 || reps < 1 || reps > MAX_REPS) {
+            fprintf(stderr, "bench_attention: --seq and --batch must be >= 1, --reps 1 .. %d\n",
+                    MAX_REPS);
+            return 2;
+        }
+        return single(batch, seq, causal_one, reps, json);
     }
     printf("qkv %s, %d thread(s); sdpa forward + backward, B = 1, H = 8, D = Dv = 64, T = S\n",
            qkv_version(), qkv_get_num_threads());
@@ -117,14 +180,14 @@ int main(int argc, char **argv) {
            "fast bwd", "GFLOP/s", "peak", "ref fwd", "ref bwd", "peak", "speedup", "scores");
     for (int causal = 0; causal < 2; causal++)
         for (int64_t T = 128; T <= max_t; T *= 2) {
-            const result f = run(QKV_KERNELS_FAST, T, causal);
+            const result f = run(QKV_KERNELS_FAST, 1, T, causal, 0, 2, MAX_REPS, 1.0);
             const double flops = 4.0 * 8 * (double)T * (double)T * 64 * 3.5 * (causal ? 0.5 : 1);
             const double scores = 8.0 * (double)T * (double)T * sizeof(qkv_real);
             printf("%-6s %5lld | %9.2f %9.2f %8.2f %8.2f |", causal ? "causal" : "full",
                    (long long)T, 1e3 * f.fwd_s, 1e3 * f.bwd_s, flops / (f.fwd_s + f.bwd_s) / 1e9,
                    mib((double)f.peak));
             if (T <= ref_max_t) {
-                const result r = run(QKV_KERNELS_REF, T, causal);
+                const result r = run(QKV_KERNELS_REF, 1, T, causal, 0, 2, MAX_REPS, 1.0);
                 printf(" %9.2f %9.2f %8.2f | %6.1fx", 1e3 * r.fwd_s, 1e3 * r.bwd_s,
                        mib((double)r.peak), (r.fwd_s + r.bwd_s) / (f.fwd_s + f.bwd_s));
             } else {

@@ -8,6 +8,13 @@
  * implementation, each sample repeating the call for about S/7 seconds (default S = 1). Prints the
  * median GFLOP/s = 2 M N K / t of qkv_gemm (what every op uses), raw cblas_sgemm, the portable
  * blocked fallback (qkv_gemm_blocked), and the ratio qkv / cblas. A benchmark, not a test.
+ *
+ *   build/release/bench_gemm --ceiling [--threads N] [--json]
+ *
+ * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
+ * run): raw cblas_sgemm, row-major C = A B, 2048 x 2048 x 2048 at N threads, 2 warm-up calls, then
+ * 9 samples of ~0.2 s each; the median GFLOP/s (as ../shared/anchors/sgemm_peak.c, whose
+ * medians at large shapes define the anchors' ~215 GFLOP/s ceiling).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "qkv/qkv.h"
@@ -67,16 +74,49 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* The --ceiling mode (see the header). */
+static int ceiling(bool json) {
+    enum { N = 2048, SAMPLES = 9 };
+    qkv_real *a = malloc(sizeof(qkv_real) * N * N), *b = malloc(sizeof(qkv_real) * N * N),
+             *c = malloc(sizeof(qkv_real) * N * N);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        return 1;
+    }
+    for (int64_t i = 0; i < (int64_t)N * N; i++) {
+        a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+        b[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+    }
+    for (int r = 0; r < 2; r++) run(IMPL_CBLAS, false, N, N, N, a, b, c);
+    double g[SAMPLES];
+    for (int r = 0; r < SAMPLES; r++) g[r] = sample(IMPL_CBLAS, false, N, N, N, a, b, c, 0.2);
+    qsort(g, SAMPLES, sizeof(double), cmp_double);
+    if (json)
+        printf("{\"impl\": \"cblas_sgemm\", \"mode\": \"ceiling\", \"threads\": %d, \"m\": %d, \"n\": %d, "
+               "\"k\": %d, \"samples\": %d, \"gflops_median\": %.6g, \"gflops_min\": %.6g, "
+               "\"gflops_max\": %.6g}\n",
+               qkv_get_num_threads(), N, N, N, SAMPLES, g[SAMPLES / 2], g[0], g[SAMPLES - 1]);
+    else
+        printf("sgemm ceiling: cblas_sgemm %dx%dx%d, %d thread(s): median %.1f GFLOP/s (min %.1f, "
+               "max %.1f, %d samples)\n",
+               N, N, N, qkv_get_num_threads(), g[SAMPLES / 2], g[0], g[SAMPLES - 1], SAMPLES);
+    free(a), free(b), free(c);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int threads = 0;
     double seconds = 1.0;
-    bool with_blocked = true;
+    bool with_blocked = true, want_ceiling = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
+        else if (!strcmp(argv[i], "--ceiling")) want_ceiling = true;
+        else if (!strcmp(argv[i], "--json")) json = true;
         else {
-            fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked]\n");
+            fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked]\n"
+                            "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
     }
@@ -85,6 +125,7 @@ int main(int argc, char **argv) {
     return 1;
 #endif
     qkv_set_num_threads(threads);
+    if (want_ceiling) return ceiling(json);
     const struct {
         const char *name;
         int64_t m, n, k;

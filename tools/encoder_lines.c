@@ -265,3 +265,27 @@ done:
     qkv_ctx_free(ctx);
     return rc;
 }
+
+bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const enc_input_settings *is, enc_input *in) {
+    const qkv_model_config *c = &r->model->cfg;
+    if (c->arch != QKV_ARCH_ENCODER || c->head != head || c->n_features != is->n_features) {
+        fprintf(stderr,
+                "qkv %s: %s: the model is not the encoder with a %s head and %d feature inputs "
+                "task.conf describes\n",
+                cmd, r->dir, head == QKV_HEAD_TOKEN ? "token" : "pooled", is->n_features);
+        return false;
+    }
+    if (enc_input_load(in, is, r->dir, r->src)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, qkv_last_error());
+        return false;
+    }
+    for (int k = 0; k < is->n_features; k++)
+        if (qkv_vocab_size(in->feat[k]) != c->feature_vocab[k]) {
+            fprintf(stderr, "qkv %s: %s: feat.%s.vocab has %d symbols, the model's table %d\n", cmd, r->dir,
+                    qkv_word_feature_name(is->features[k]), qkv_vocab_size(in->feat[k]), c->feature_vocab[k]);
+            enc_input_free(in);
+            return false;
+        }
+    return true;
+}
+

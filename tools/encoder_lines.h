@@ -40,6 +40,11 @@ qkv_tensor *enc_lines_logits(qkv_ctx *ctx, const qkv_model *m, enc_lines *l,
  * every line is empty). */
 typedef void (*enc_print_fn)(void *user, const enc_lines *l, const qkv_tensor *logits);
 
+/* Open the inputs of an encoder-only run whose task settings (is) were read from task.conf:
+ * check that the model is the encoder with the given head and the feature tables task.conf
+ * describes, and load the feature vocabularies. False after a message on stderr naming cmd. */
+bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const enc_input_settings *is, enc_input *in);
+
 /* `qkv decode` for an encoder-only run: every line of the files (stdin when n_files is 0), in
  * batches of 64 lines, or each line as soon as it is read with stream. Returns the exit status
  * (messages on stderr). */

@@ -300,28 +300,7 @@ static bool open_run(run_dir *r, const char *cmd, tagging_settings *ts, enc_inpu
         fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
         return false;
     }
-    const qkv_model_config *c = &r->model->cfg;
-    if (c->arch != QKV_ARCH_ENCODER || c->head != QKV_HEAD_TOKEN ||
-        c->n_features != is.n_features) {
-        fprintf(stderr,
-                "qkv %s: %s: the model is not the encoder with a token head and %d feature inputs "
-                "task.conf describes\n",
-                cmd, r->dir, is.n_features);
-        return false;
-    }
-    if (enc_input_load(in, &is, r->dir, r->src)) {
-        fprintf(stderr, "qkv %s: %s\n", cmd, qkv_last_error());
-        return false;
-    }
-    for (int k = 0; k < is.n_features; k++)
-        if (qkv_vocab_size(in->feat[k]) != c->feature_vocab[k]) {
-            fprintf(stderr, "qkv %s: %s: feat.%s.vocab has %d symbols, the model's table %d\n", cmd,
-                    r->dir, qkv_word_feature_name(is.features[k]), qkv_vocab_size(in->feat[k]),
-                    c->feature_vocab[k]);
-            enc_input_free(in);
-            return false;
-        }
-    return true;
+    return enc_open_run(r, cmd, QKV_HEAD_TOKEN, &is, in);
 }
 
 static void print_tagged(FILE *f, const tag_set *t, const qkv_vocab *tags, int64_t i,

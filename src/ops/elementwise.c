@@ -135,11 +135,26 @@ qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s) {
 
 /* ---- dropout -------------------------------------------------------------------------------- */
 
+/* What a dropout's backward needs to regenerate its mask: p, and the Philox key and counter
+ * (seed, step, stream) of the forward (entry e, which may be NULL when nothing is recorded). */
+static void save_dropout(qkv_tape_entry *e, const qkv_ctx *ctx, double p, uint64_t stream) {
+    if (!e) return;
+    e->f[0] = p;
+    e->i[0] = (int64_t)ctx->seed;
+    e->i[1] = (int64_t)ctx->step;
+    e->i[2] = (int64_t)stream;
+}
+
+/* dx += keep dy / (1 - p) with the mask saved by save_dropout. */
+static void replay_dropout(qkv_ctx *ctx, const qkv_tape_entry *e, const qkv_real *dy, qkv_real *dx) {
+    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
+                                              (uint64_t)e->i[2], false, dy, dx, true);
+}
+
 static void dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
-    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
-                                              (uint64_t)e->i[2], false, (const qkv_real *)e->out->grad, dx, true);
+    replay_dropout(ctx, e, (const qkv_real *)e->out->grad, dx);
 }
 
 static const qkv_op_desc dropout_op = {"dropout", dropout_backward};
@@ -156,12 +171,7 @@ qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
     qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, false,
                                               qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &dropout_op, y, 1, &x);
-    if (e) {
-        e->f[0] = p;
-        e->i[0] = (int64_t)ctx->seed;
-        e->i[1] = (int64_t)ctx->step;
-        e->i[2] = (int64_t)stream;
-    }
+    save_dropout(e, ctx, p, stream);
     return y;
 }
 
@@ -207,8 +217,7 @@ static void add_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]), *df = qkv__grad(ctx, e->in[1]);
     if (dx) qkv_elementwise_kernels_for(ctx)->scale(n, 1, dy, dx, true);
     if (df)
-        qkv_elementwise_kernels_for(ctx)->dropout(n, e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1], (uint64_t)e->i[2],
-                                                  false, dy, df, true);
+        replay_dropout(ctx, e, dy, df);
 }
 
 static const qkv_op_desc add_dropout_op = {"add_dropout", add_dropout_backward};
@@ -234,12 +243,7 @@ qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p
     qkv_elementwise_kernels_for(ctx)->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(y),
                                               true);
     qkv_tape_entry *e = qkv__record(ctx, &add_dropout_op, y, 2, (qkv_tensor *[]){x, f});
-    if (e) {
-        e->f[0] = p;
-        e->i[0] = (int64_t)ctx->seed;
-        e->i[1] = (int64_t)ctx->step;
-        e->i[2] = (int64_t)stream;
-    }
+    save_dropout(e, ctx, p, stream);
     return y;
 }
 

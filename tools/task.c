@@ -81,7 +81,7 @@ static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
 static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
 #define N(a) a, (int)(sizeof a / sizeof *a)
 
-static bool read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
+bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
     char key[96];
     int e = 0;
     int64_t v = 0;
@@ -164,5 +164,5 @@ bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_ma
     if (!config_int(cfg, "model.max_len", default_max_len, 1, 1 << 20, &v)) return false;
     m->max_len = (int32_t)v;
     m->pad_id = QKV_VOCAB_PAD;
-    return read_attention(cfg, "model.attention", &m->self_attn);
+    return task_read_attention(cfg, "model.attention", &m->self_attn);
 }

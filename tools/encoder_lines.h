@@ -58,4 +58,13 @@ int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *f
 int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char *input,
              const char *out_dir, bool terminal, int layer, int head);
 
+/* The second half of `qkv attn` for any encoder-only run (token inputs above, image patches in
+ * image_task.c): the self-attention maps weights[layer] (1, H, S, S) of every layer and head over
+ * the S tokens, with the model's outputs above them, into out_dir (as enc_attn), printed shaded
+ * with terminal. Returns the exit status. */
+int enc_attn_write(const run_dir *r, const char *run, const char *title, const char *const *tokens,
+                   int64_t S, const char *const *outputs, int64_t n_outputs,
+                   qkv_tensor *const *weights, const char *out_dir, bool terminal, int layer,
+                   int head);
+
 #endif

@@ -93,6 +93,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     if (!config_double(cfg, "train.weight_decay", t->optim.weight_decay, 0, 10, &t->optim.weight_decay) ||
         !config_double(cfg, "train.clip", 1.0, 0, 1e9, &t->clip_norm) ||
         !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
+        !config_double(cfg, "train.ema", 0, 0, 0.999999, &t->ema_decay) ||
         !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
         return false;
     t->accum_steps = (int32_t)v;

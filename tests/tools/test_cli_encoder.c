@@ -14,61 +14,13 @@
  *     seq2seq options on an encoder run, over-long inputs: a message naming the file and line
  *     (or the option) and a non-zero exit.
  */
-#include "testutil.h"
+#include "cli_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef QKV_CLI_PATH
-#define QKV_CLI_PATH "build/release/qkv"
-#endif
-
-/* Run a shell command, capture stdout + stderr (the end when it is longer than the buffer). */
-static int run(const char *cmd, char *out, size_t size) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    size_t n = 0, k;
-    char chunk[4096];
-    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) {
-        if (n + k > size - 1) { /* keep the last part */
-            const size_t drop = n + k - (size - 1) < n ? n + k - (size - 1) : n;
-            memmove(out, out + drop, n - drop);
-            n -= drop;
-            if (k > size - 1 - n) k = size - 1 - n;
-        }
-        memcpy(out + n, chunk, k);
-        n += k;
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
-static bool same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
 
 /* The words of the synthetic tagging task and their (Brown) tags. */
 static const char *tag_words[][2] = {
@@ -157,12 +109,6 @@ static void cleanup(const tmp_run *r) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
     CHECK(system(cmd) == 0);
-}
-
-/* The number after `what` in text (NAN when absent). */
-static double number_after(const char *text, const char *what) {
-    const char *p = strstr(text, what);
-    return p ? strtod(p + strlen(what), NULL) : NAN;
 }
 
 TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
@@ -327,7 +273,7 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     const struct {
         const char *set, *expect;
     } cases[] = {
-        {"task=ranking", "task = 'ranking' is not one of: seq2seq, tagging, classify"},
+        {"task=ranking", "task = 'ranking' is not one of: seq2seq, tagging, classify, image"},
         {"data.tag_column=3",
          "train.tsv:1: tag column 3 asked for, but the lines have 2 tag columns"},
         {"data.tag_column=0", "data.tag_column = 0 is outside [1, 64]"},

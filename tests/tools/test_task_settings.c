@@ -31,7 +31,7 @@ static const char *shared_keys =
     "data.max_src_len = 90\ntrain.steps = 1234\ntrain.max_tokens = 777\ntrain.lr = "
     "3e-4\ntrain.warmup = 55\n"
     "train.min_lr = 2e-6\ntrain.schedule = cosine\ntrain.weight_decay = 0.05\ntrain.clip = 2.5\n"
-    "train.label_smoothing = 0.2\ntrain.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
+    "train.label_smoothing = 0.2\ntrain.ema = 0.99\ntrain.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
     "train.log_every = 5\ntrain.threads = 1\nmodel.d_model = 48\nmodel.heads = 6\n"
     "model.encoder_layers = 2\nmodel.ff = 100\nmodel.dropout = 0.3\nmodel.norm_first = true\n"
     "model.pos = learned\nmodel.activation = gelu\nmodel.max_len = 90\n"
@@ -46,7 +46,7 @@ static void expect_same_train(const qkv_train_config *a, const qkv_train_config 
     CHECK(a->optim.lr == b->optim.lr && a->optim.weight_decay == b->optim.weight_decay &&
           a->optim.beta2 == b->optim.beta2);
     CHECK(a->clip_norm == b->clip_norm && a->label_smoothing == b->label_smoothing &&
-          a->accum_steps == b->accum_steps && a->seed == b->seed);
+          a->accum_steps == b->accum_steps && a->seed == b->seed && a->ema_decay == b->ema_decay);
 }
 
 TEST(tools_task_readers_agree_with_seq2seq) {

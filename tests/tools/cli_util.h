@@ -1,7 +1,7 @@
 /*
  * cli_util.h: helpers of the tests that run the built `qkv` binary (QKV_CLI_PATH) as a user does:
- * run a shell command capturing its output, write and compare files, read a number out of the
- * output. Static: each test file gets its own copy.
+ * run a shell command capturing its output, write and compare files, a temporary run directory,
+ * read a number out of the output. Static: each test file gets its own copy.
  */
 #ifndef QKV_TESTS_CLI_UTIL_H
 #define QKV_TESTS_CLI_UTIL_H
@@ -10,7 +10,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef QKV_CLI_PATH
 #define QKV_CLI_PATH "build/release/qkv"
@@ -60,6 +62,28 @@ static inline bool same_file(const char *a, const char *b) {
     if (fa) fclose(fa);
     if (fb) fclose(fb);
     return same;
+}
+
+/* A temporary directory for one run: train.tsv, dev.tsv, run.conf and the run directory run/. */
+typedef struct {
+    char dir[32], train[64], dev[64], conf[64], run_dir[64];
+} tmp_run;
+
+/* Create the directory (name: "/tmp/<prefix>_XXXXXX", prefix at most 8 bytes) and the paths. */
+static inline bool tmp_run_init(tmp_run *r, const char *prefix) {
+    snprintf(r->dir, sizeof r->dir, "/tmp/%.8s_XXXXXX", prefix);
+    if (!mkdtemp(r->dir)) return false;
+    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
+    snprintf(r->dev, sizeof r->dev, "%s/dev.tsv", r->dir);
+    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
+    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
+    return true;
+}
+
+static inline void tmp_run_cleanup(const tmp_run *r) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* The number after `what` in text (NAN when absent). */

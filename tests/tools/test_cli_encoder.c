@@ -75,17 +75,8 @@ static void write_labeled(const char *path, int n, unsigned seed) {
     fclose(f);
 }
 
-typedef struct {
-    char dir[32], train[64], dev[64], conf[64], run_dir[64];
-} tmp_run;
-
 static bool setup(tmp_run *r, bool tagged, const char *keys) {
-    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_enc_XXXXXX");
-    if (!mkdtemp(r->dir)) return false;
-    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
-    snprintf(r->dev, sizeof r->dev, "%s/dev.tsv", r->dir);
-    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
-    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
+    if (!tmp_run_init(r, "qkv_enc")) return false;
     if (tagged) {
         write_tagged(r->train, 300, 1);
         write_tagged(r->dev, 40, 2);
@@ -103,12 +94,6 @@ static bool setup(tmp_run *r, bool tagged, const char *keys) {
              tagged ? "tagging" : "classify", r->train, r->dev, r->run_dir, keys);
     write_file(r->conf, text);
     return true;
-}
-
-static void cleanup(const tmp_run *r) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-    CHECK(system(cmd) == 0);
 }
 
 TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
@@ -208,7 +193,7 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     CHECK_MSG(run(cmd, out, sizeof out) == 1 &&
                   strstr(out, "not the encoder with a token head and 1 feature inputs"),
               "task.conf: %s", out);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 TEST(cli_classify_learns_evaluates_and_decodes) {
@@ -239,7 +224,7 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
     snprintf(cmd, sizeof cmd, "%s attn %s 'a good film' --out %s/maps", QKV_CLI_PATH, r.run_dir,
              r.dir);
     CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "a good film -> pos"), "attn: %s", out);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 /* 6 steps, a checkpoint, 6 more after --resume (into the second epoch) == 12 steps at once, bit for
@@ -263,7 +248,7 @@ TEST(cli_tagging_resume_is_bit_identical) {
     snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/checkpoint.safetensors", r.run_dir);
     CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 TEST(cli_encoder_tasks_reject_bad_input) {
@@ -296,7 +281,7 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     snprintf(cmd, sizeof cmd, "%s train %s --set task=classify", QKV_CLI_PATH, r.conf);
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
               "malformed labeled line: %s", out);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 /* A seq2seq run records data.src_tokens in task.conf: decode splits inputs into tokens without

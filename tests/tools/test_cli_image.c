@@ -51,20 +51,11 @@ static void write_images(const char *path, unsigned seed, int n) {
     fclose(f);
 }
 
-typedef struct {
-    char dir[32], train[64], dev[64], conf[64], run_dir[64];
-} tmp_run;
-
 #define N_TRAIN 200
 #define N_DEV 40
 
 static bool setup(tmp_run *r, const char *keys) {
-    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_img_XXXXXX");
-    if (!mkdtemp(r->dir)) return false;
-    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
-    snprintf(r->dev, sizeof r->dev, "%s/dev.tsv", r->dir);
-    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
-    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
+    if (!tmp_run_init(r, "qkv_img")) return false;
     write_images(r->train, 1, N_TRAIN);
     write_images(r->dev, 2, N_DEV);
     char text[2048];
@@ -78,12 +69,6 @@ static bool setup(tmp_run *r, const char *keys) {
              r->train, r->dev, r->run_dir, keys);
     write_file(r->conf, text);
     return true;
-}
-
-static void cleanup(const tmp_run *r) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-    CHECK(system(cmd) == 0);
 }
 
 TEST(cli_image_learns_and_agrees_with_the_library) {
@@ -188,7 +173,7 @@ TEST(cli_image_learns_and_agrees_with_the_library) {
     qkv_ctx_free(ctx);
     qkv_model_free(m);
     qkv_vocab_free(classes);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 /* 10 steps, a checkpoint, 10 more after --resume (into the second epoch of 13 batches) == 20
@@ -215,7 +200,7 @@ TEST(cli_image_resume_and_threads_are_bit_identical) {
         snprintf(b, sizeof b, "%s/two/%s", r.dir, files[i]);
         CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
     }
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }
 
 TEST(cli_image_rejects_bad_input) {
@@ -277,5 +262,5 @@ TEST(cli_image_rejects_bad_input) {
     CHECK_MSG(run(cmd, out, sizeof out) == 1 &&
                   strstr(out, "<input>:1: pixel value 16 '0.5' is not a decimal integer"),
               "attn: %s", out);
-    cleanup(&r);
+    tmp_run_cleanup(&r);
 }

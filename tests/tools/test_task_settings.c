@@ -31,7 +31,8 @@ static const char *shared_keys =
     "data.max_src_len = 90\ntrain.steps = 1234\ntrain.max_tokens = 777\ntrain.lr = "
     "3e-4\ntrain.warmup = 55\n"
     "train.min_lr = 2e-6\ntrain.schedule = cosine\ntrain.weight_decay = 0.05\ntrain.clip = 2.5\n"
-    "train.label_smoothing = 0.2\ntrain.ema = 0.99\ntrain.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
+    "train.label_smoothing = 0.2\ntrain.ema = 0.99\ntrain.beta2 = 0.995\ntrain.eps = 1e-7\n"
+    "train.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
     "train.log_every = 5\ntrain.threads = 1\nmodel.d_model = 48\nmodel.heads = 6\n"
     "model.encoder_layers = 2\nmodel.ff = 100\nmodel.dropout = 0.3\nmodel.norm_first = true\n"
     "model.pos = learned\nmodel.activation = gelu\nmodel.max_len = 90\n"
@@ -44,7 +45,7 @@ static void expect_same_train(const qkv_train_config *a, const qkv_train_config 
           a->schedule.total_steps == b->schedule.total_steps &&
           a->schedule.min_lr == b->schedule.min_lr);
     CHECK(a->optim.lr == b->optim.lr && a->optim.weight_decay == b->optim.weight_decay &&
-          a->optim.beta2 == b->optim.beta2);
+          a->optim.beta2 == b->optim.beta2 && a->optim.eps == b->optim.eps);
     CHECK(a->clip_norm == b->clip_norm && a->label_smoothing == b->label_smoothing &&
           a->accum_steps == b->accum_steps && a->seed == b->seed && a->ema_decay == b->ema_decay);
 }
@@ -77,7 +78,8 @@ TEST(tools_task_readers_agree_with_seq2seq) {
             CHECK(!memcmp(&a->self_attn, &b->self_attn, sizeof a->self_attn));
             if (with_keys)
                 CHECK(b->max_len == 90 && b->self_attn.score == QKV_SCORE_COSINE &&
-                      b->self_attn.relpos_buckets == 12);
+                      b->self_attn.relpos_buckets == 12 && t->s.train.ema_decay == 0.99 &&
+                      t->s.train.optim.beta2 == 0.995 && t->s.train.optim.eps == 1e-7);
         }
         task_free(t);
         config_free(&c1);

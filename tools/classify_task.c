@@ -21,7 +21,6 @@
 #include "run_dir.h"
 #include "task.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +36,6 @@ typedef struct classify_settings {
 static bool read_classify(config *cfg, classify_settings *cs) {
     return config_int(cfg, "data.max_src_len", 512, 1, 1 << 20, &cs->max_len) &&
            config_int(cfg, "eval.max_tokens", 8192, 1, INT64_C(1) << 30, &cs->eval_tokens);
-}
-
-/* p(id) under the softmax over the labels (ids >= QKV_VOCAB_RESERVED) of one row of K logits. */
-static double label_probability(const qkv_real *x, int64_t K, int32_t id) {
-    double max = -INFINITY, sum = 0;
-    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
-        max = fmax(max, (double)x[k]);
-    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
-        sum += exp((double)x[k] - max);
-    return exp((double)x[id] - max) / sum;
 }
 
 /* ---- scoring -----------------------------------------------------------------------------------
@@ -76,7 +65,7 @@ static qkv_status store_labels(void *user, const qkv_batch *b, const qkv_tensor 
         const qkv_real *x = (const qkv_real *)logits->data + r * K;
         const int32_t best = enc_argmax(x, K);
         p->pred[b->example[r]] = best;
-        if (p->prob) p->prob[b->example[r]] = label_probability(x, K, best);
+        if (p->prob) p->prob[b->example[r]] = enc_label_probability(x, K, best);
     }
     return QKV_OK;
 }
@@ -272,7 +261,7 @@ static void print_labels(void *user, const enc_lines *l, const qkv_tensor *logit
             const int64_t K = logits->shape[1];
             const qkv_real *x = (const qkv_real *)logits->data + l->row[i] * K;
             const int32_t best = enc_argmax(x, K);
-            printf("%s\t%.4f", qkv_vocab_symbol(r->tgt, best), label_probability(x, K, best));
+            printf("%s\t%.4f", qkv_vocab_symbol(r->tgt, best), enc_label_probability(x, K, best));
         }
         printf("\n");
     }

@@ -1,13 +1,14 @@
 /*
  * cmd_train.c: `qkv train CONFIG [--set key=value ...] [--resume]`: train a Transformer for one
- * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify) from a
- * configuration file (docs/cli.md lists every key). The loop is the same for every task.
+ * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify; image)
+ * from a configuration file (docs/cli.md lists every key). The loop is the same for every task.
  *
  * Every train.eval_every steps: the task scores the dev set (seq2seq: multi-reference WER / PER;
- * tagging and classify: accuracies), a line goes to out.dir/log.jsonl ("dev_<metric>" members),
- * the model is saved as last.safetensors, and as model.safetensors when the task's selection
- * metric is the best so far; the trainer state goes to checkpoint.safetensors so --resume
- * continues bit-identically. On a terminal the progress is a live bar; otherwise plain log lines.
+ * the others: accuracies), a line goes to out.dir/log.jsonl ("dev_<metric>" members), the model
+ * is saved as last.safetensors, and as model.safetensors when the task's selection metric is the
+ * best so far (with train.ema the parameter average is scored and saved instead of the last
+ * step's weights); the trainer state goes to checkpoint.safetensors so --resume continues
+ * bit-identically. On a terminal the progress is a live bar; otherwise plain log lines.
  * Ctrl-C saves a checkpoint first.
  */
 #include "commands.h"
@@ -46,7 +47,7 @@ static void format_duration(double s, char *buf, size_t size) {
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv train CONFIG [--set key=value ...] [--resume]\n\n"
                "Train a Transformer from a configuration file of `key = value` lines (docs/cli.md lists every key):\n"
-               "task = seq2seq (default; e.g. grapheme-to-phoneme), tagging (e.g. POS tags) or classify. Writes the run\n"
+               "task = seq2seq (default; e.g. grapheme-to-phoneme), tagging (e.g. POS tags), classify or image. Writes the run\n"
                "into out.dir: task.conf, src.vocab, tgt.vocab, model.safetensors (best dev WER or accuracy),\n"
                "last.safetensors, checkpoint.safetensors, log.jsonl, report.html.\n\n"
                "options:\n"
@@ -224,6 +225,7 @@ int qkv_cmd_train(int argc, char **argv) {
     double smooth = NAN, tokens_since = 0, tokens_total = 0, t_since = start;
     double tok_rate = NAN; /* over the last second; the average since the start until then */
     const char *select_label = ops->select;
+    const bool ema = qkv_trainer_has_ema(trainer);
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
     while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
@@ -262,6 +264,8 @@ int qkv_cmd_train(int argc, char **argv) {
         if (step % s->eval_every == 0 || step == s->steps) {
             task_metrics m;
             const double e0 = now();
+            /* with train.ema the average is what is scored and saved (model, last) */
+            if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
             if (ops->evaluate(tk, model, &m)) goto done_err;
             const double value = task_metrics_get(&m, ops->select);
             const bool best = lower ? value < best_value : value > best_value;
@@ -282,6 +286,7 @@ int qkv_cmd_train(int argc, char **argv) {
                 best_value = value;
                 if (qkv_model_save(model, best_path)) goto done_err;
             }
+            if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
             if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
             write_report(s->out_dir, &hist, config_path);
         }

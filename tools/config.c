@@ -47,9 +47,10 @@ static bool add(config *cfg, const char *key, const char *value, const char *fil
     for (const char *c = key; *c; c++)
         if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '_'))
             return fail(cfg, &probe, "key '%s' may contain only letters, digits, '.' and '_'", key);
-    config_entry *old = find(cfg, key);
+    const config_entry *old = find(cfg, key);
     if (old && old->line > 0 && line > 0 && old->file == file)
         return fail(cfg, &probe, "key '%s' is set twice (first on line %d)", key, old->line);
+    const int old_at = old ? (int)(old - cfg->entries) : -1; /* the array may move below */
     if (cfg->n == cfg->cap) {
         int cap = cfg->cap ? 2 * cfg->cap : 32;
         config_entry *grown = realloc(cfg->entries, (size_t)cap * sizeof *grown);
@@ -65,7 +66,7 @@ static bool add(config *cfg, const char *key, const char *value, const char *fil
     e->used = false;
     if (!e->key || !e->value) return fail(cfg, NULL, "out of memory");
     cfg->n++;
-    if (old) old->used = true; /* overridden: not "unknown" on its own account */
+    if (old_at >= 0) cfg->entries[old_at].used = true; /* overridden: not "unknown" on its own account */
     return true;
 }
 

@@ -3,6 +3,7 @@
 
 #include "task.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,4 +351,13 @@ int32_t enc_argmax(const qkv_real *logits, int64_t K) {
     for (int32_t k = QKV_VOCAB_RESERVED + 1; k < K; k++)
         if (logits[k] > logits[best]) best = k;
     return best;
+}
+
+double enc_label_probability(const qkv_real *x, int64_t K, int32_t id) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
+        max = fmax(max, (double)x[k]);
+    for (int64_t k = QKV_VOCAB_RESERVED; k < K; k++)
+        sum += exp((double)x[k] - max);
+    return exp((double)x[id] - max) / sum;
 }

@@ -95,5 +95,7 @@ qkv_status enc_forward_all(const qkv_model *m, const enc_input *in, const qkv_da
 
 /* The arg max over the data symbols (ids >= QKV_VOCAB_RESERVED) of one row of K logits. */
 int32_t enc_argmax(const qkv_real *logits, int64_t K);
+/* p(id) under the softmax over the data symbols (ids >= QKV_VOCAB_RESERVED) of the same row. */
+double enc_label_probability(const qkv_real *logits, int64_t K, int32_t id);
 
 #endif

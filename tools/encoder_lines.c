@@ -179,16 +179,14 @@ int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *f
 int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char *input,
              const char *out_dir, bool terminal, int layer, int head) {
     const qkv_model_config *c = &r->model->cfg;
-    const int64_t L = c->n_encoder_layers, H = c->n_heads;
     int rc = 1;
     qkv_ctx *ctx = NULL;
     enc_lines l;
     memset(&l, 0, sizeof l);
-    qkv_tensor **w = calloc((size_t)L, sizeof *w);
-    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
+    qkv_tensor **w = calloc((size_t)c->n_encoder_layers, sizeof *w);
     const char **out = NULL;
     qkv_ctx_params cp = qkv_ctx_default_params();
-    if (!w || !maps || qkv_ctx_new(&cp, &ctx)) {
+    if (!w || qkv_ctx_new(&cp, &ctx)) {
         fprintf(stderr, "qkv attn: out of memory\n");
         goto done;
     }
@@ -212,6 +210,30 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
         printf(" %s", out[s]);
     }
     printf("\n");
+    rc = enc_attn_write(r, run, input, l.tok, S, out, tokens ? S : 1, w, out_dir, terminal, layer,
+                        head);
+    goto done;
+fail:
+    fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+done:
+    free(out);
+    free(w);
+    enc_lines_free(&l);
+    qkv_ctx_free(ctx);
+    return rc;
+}
+
+int enc_attn_write(const run_dir *r, const char *run, const char *title, const char *const *tokens,
+                   int64_t S, const char *const *outputs, int64_t n_outputs,
+                   qkv_tensor *const *weights, const char *out_dir, bool terminal, int layer,
+                   int head) {
+    const qkv_model_config *c = &r->model->cfg;
+    const int64_t L = c->n_encoder_layers, H = c->n_heads;
+    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
+    if (!maps) {
+        fprintf(stderr, "qkv attn: out of memory\n");
+        return 1;
+    }
     for (int64_t i = 0; i < L; i++)
         for (int64_t h = 0; h < H; h++)
             maps[i * H + h] = (qkv_attn_map){.stack = "encoder",
@@ -221,10 +243,10 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
                                              .rows = S,
                                              .cols = S,
                                              .dtype = QKV_REAL,
-                                             .weights = (const qkv_real *)w[i]->data +
+                                             .weights = (const qkv_real *)weights[i]->data +
                                                         h * S * S, /* (1, H, S, S) */
-                                             .row_labels = l.tok,
-                                             .col_labels = l.tok};
+                                             .row_labels = tokens,
+                                             .col_labels = tokens};
     char dir[1024];
     const size_t n = strlen(run);
     const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
@@ -233,14 +255,15 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
              : file  ? "attn"
                      : run,
              out_dir || file ? "" : "/attn");
-    qkv_attn_page page = {.title = input,
-                          .input_tokens = l.tok,
+    qkv_attn_page page = {.title = title,
+                          .input_tokens = tokens,
                           .n_input = S,
-                          .output_tokens = out,
-                          .n_output = tokens ? S : 1,
+                          .output_tokens = outputs,
+                          .n_output = n_outputs,
                           .maps = maps,
                           .n_maps = L * H};
     mkdir(dir, 0777);
+    int rc = 1;
     if (qkv_attn_export(dir, &page, NULL)) goto fail;
     printf("%lld attention maps (%lld encoder layers x %lld heads): %s/index.html\n",
            (long long)(L * H), (long long)L, (long long)H, dir);
@@ -258,11 +281,7 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
 fail:
     fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
 done:
-    free(out);
     free(maps);
-    free(w);
-    enc_lines_free(&l);
-    qkv_ctx_free(ctx);
     return rc;
 }
 

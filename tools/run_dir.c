@@ -22,7 +22,8 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
     snprintf(src, sizeof src, "%s/src.vocab", base);
     snprintf(tgt, sizeof tgt, "%s/tgt.vocab", base);
     qkv_status st = qkv_model_load(model, &out->model);
-    if (!st) st = qkv_vocab_load(src, &out->src);
+    const bool image = !st && qkv_model_is_image(&out->model->cfg); /* no input vocabulary */
+    if (!st && !image) st = qkv_vocab_load(src, &out->src);
     if (!st) st = qkv_vocab_load(tgt, &out->tgt);
     if (!st && (qkv_vocab_size(out->src) != out->model->cfg.src_vocab || qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab))
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabularies (%d, %d symbols) do not match the model (%d, %d)", base,
@@ -40,6 +41,10 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
         else if (out->task == &seq2seq_task_ops && !config_bool(&out->conf, "data.src_tokens", false, &out->src_tokens))
             st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
     }
+    if (!st && image && out->task != &image_task_ops)
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: an image model, but not a run of task = image (task.conf)", base);
+    else if (!st && !image && out->task == &image_task_ops)
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: task.conf says task = image, but the model reads tokens", base);
     if (st) run_dir_free(out);
     return st;
 }

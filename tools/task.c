@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 static const task_ops *const all_tasks[] = {&seq2seq_task_ops, &tagging_task_ops,
-                                            &classify_task_ops};
+                                            &classify_task_ops, &image_task_ops};
 #define N_TASKS (int)(sizeof all_tasks / sizeof *all_tasks)
 
 void task_metrics_add(task_metrics *m, const char *key, const char *label, double value) {
@@ -73,7 +73,7 @@ qkv_status task_write_conf(const char *dir, const char *name, const char *const 
 /* ---- shared readers ---------------------------------------------------------------------------
  */
 
-static const char *pos_names[] = {"none", "sinusoidal", "learned"};
+static const char *pos_names[] = {"none", "sinusoidal", "learned", "sincos_2d"}; /* qkv_abs_pos */
 static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
 static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
 static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
@@ -131,6 +131,9 @@ bool task_read_common(config *cfg, task_settings *s) {
                        &t->optim.weight_decay) ||
         !config_double(cfg, "train.clip", 1.0, 0, 1e9, &t->clip_norm) ||
         !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
+        !config_double(cfg, "train.ema", 0, 0, 0.999999, &t->ema_decay) ||
+        !config_double(cfg, "train.beta2", t->optim.beta2, 0, 0.999999, &t->optim.beta2) ||
+        !config_double(cfg, "train.eps", t->optim.eps, 0, 1, &t->optim.eps) ||
         !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
         return false;
     t->accum_steps = (int32_t)v;

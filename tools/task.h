@@ -6,6 +6,8 @@
  *   tagging   token-per-line tagged sentences: encoder-only, token head, token accuracy
  *             (tagging_task.c)
  *   classify  "label<TAB>t1 t2 ...": encoder-only, pooled head, accuracy (classify_task.c)
+ *   image     "label<TAB>p1 p2 ...": pixels of fixed-size images, a ViT-style encoder,
+ *             accuracy (image_task.c)
  *
  * A task reads its keys, loads the training and dev data with its vocabularies (built and saved
  * into the run directory on a fresh run, read back from it on --resume), turns each batch of the
@@ -100,7 +102,7 @@ struct task {
     qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */
 };
 
-extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops;
+extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, image_task_ops;
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);

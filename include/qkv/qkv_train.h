@@ -1,7 +1,8 @@
 /*
  * qkv_train.h: training a qkv_model: one optimiser step over a batch (teacher forcing with
  * label-smoothed cross-entropy, dropout, gradient accumulation, clipping, AdamW with a schedule),
- * scheduled sampling, guided attention, and checkpoints that resume bit-identically.
+ * scheduled sampling, guided attention, a moving average of the weights (ema_decay), and
+ * checkpoints that resume bit-identically.
  *
  * A batch is plain padded I32 arrays (pad = the model's pad_id):
  *   encoder-decoder  src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS
@@ -72,6 +73,11 @@ typedef struct qkv_train_config {
     /* non-autoregressive models (nat): weight of the length loss (default 0.1, fairseq's
      * length_loss_factor) */
     double length_weight;
+    /* Exponential moving average of the parameters (src/train/ema.c): after step t,
+     * ema = d_t ema + (1 - d_t) theta with d_t = min(ema_decay, (1 + t) / (10 + t)), starting
+     * from the initial weights; qkv_trainer_swap_ema puts it into the model (to evaluate or save
+     * it). 0 (the default): off. In [0, 1). */
+    double ema_decay;
 } qkv_train_config;
 
 /* AdamW (betas 0.9, 0.98, eps 1e-9, weight decay 0.01), warm-up 4000 + inverse square root,
@@ -152,12 +158,20 @@ QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qk
  * the mask qkv_nat_sample_mask draws at the trainer's next RNG step (which it does not move). */
 QKV_API qkv_status qkv_trainer_eval_loss(qkv_trainer *t, const qkv_train_batch *b, double *loss, int64_t *tokens);
 
+/* Exchange the model's parameters with their moving average (ema_decay > 0; else QKV_ERR_STATE):
+ * after one call the model holds the average (evaluate it, qkv_model_save it), after the next
+ * the training weights again, bit for bit. Training steps and checkpoints are refused while the
+ * model holds the average. */
+QKV_API qkv_status qkv_trainer_swap_ema(qkv_trainer *t);
+/* Whether the trainer keeps a parameter average (ema_decay > 0). */
+QKV_API bool qkv_trainer_has_ema(const qkv_trainer *t);
+
 /* Optimiser steps taken so far. */
 QKV_API int64_t qkv_trainer_steps(const qkv_trainer *t);
 QKV_API qkv_ctx *qkv_trainer_ctx(qkv_trainer *t);
 
 /* Checkpoints: parameters ("model.<name>"), optimiser moments ("optim.m.<name>",
- * "optim.v.<name>"), the step, the RNG position and the caller's data position (epoch, batch and
+ * "optim.v.<name>"), the parameter average with ema_decay > 0 ("ema.<name>"), the step, the RNG position and the caller's data position (epoch, batch and
  * a fingerprint of the data and batching options, e.g. qkv_batch_pos) in metadata, the model
  * configuration; written to a temporary file and renamed. Resuming from a checkpoint and
  * continuing gives bit-identical parameters to never having stopped. Saving between the batches

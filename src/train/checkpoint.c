@@ -3,6 +3,7 @@
  *   model.<name>    every parameter
  *   optim.m.<name>  the optimiser's first moment (Adam m, SGD momentum)
  *   optim.v.<name>  the second moment (Adam v)
+ *   ema.<name>      the parameter average (ema.c), only with ema_decay > 0
  * and in its metadata the model configuration ("qkv.config"), the optimiser step, the RNG
  * position (seed, step) and the caller's data position (epoch, batch). The file is written to a
  * temporary name and renamed (qkv_st_save), so a crash never leaves a half-written checkpoint.
@@ -11,17 +12,20 @@
 #include "trainer_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *block_prefix[3] = {"model.", "optim.m.", "optim.v."};
+static const char *block_prefix[4] = {"model.", "optim.m.", "optim.v.", "ema."};
 static const qkv_param_block block_of[3] = {QKV_BLOCK_DATA, QKV_BLOCK_M, QKV_BLOCK_V};
 
-/* Pointer to tensor i's slice of a parameter block. */
-static qkv_real *slice(const qkv_params *p, qkv_param_block b, int64_t i) {
+/* Pointer to tensor i's slice of block b: a parameter block, or (b = 3) the trainer's average. */
+static qkv_real *slice(const qkv_trainer *tr, int b, int64_t i) {
+    const qkv_params *p = tr->model->params;
     const qkv_tensor *t = qkv_params_get(p, i);
-    return qkv_params_block(p, b) + ((const qkv_real *)t->data - qkv_params_block(p, QKV_BLOCK_DATA));
+    const ptrdiff_t at = (const qkv_real *)t->data - qkv_params_block(p, QKV_BLOCK_DATA);
+    return (b == 3 ? tr->ema : qkv_params_block(p, block_of[b])) + at;
 }
 
 qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch, int64_t data_batch,
@@ -30,12 +34,14 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
     if (t->accumulated)
         return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_save: %d batches are accumulated but not applied; save after an "
                                         "optimiser step", t->accumulated);
+    if (t->ema_swapped)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_save: the model holds the parameter average; swap it back first");
     const qkv_params *p = t->model->params;
-    const int64_t n = qkv_params_count(p);
-    qkv_st_tensor *ts = calloc((size_t)(3 * n), sizeof *ts);
-    char **names = calloc((size_t)(3 * n), sizeof *names);
+    const int64_t n = qkv_params_count(p), blocks = t->ema ? 4 : 3;
+    qkv_st_tensor *ts = calloc((size_t)(blocks * n), sizeof *ts);
+    char **names = calloc((size_t)(blocks * n), sizeof *names);
     qkv_status st = (!ts || !names) ? QKV_ERROR(QKV_ERR_OOM, "qkv_trainer_save: out of memory") : QKV_OK;
-    for (int64_t k = 0; k < 3 * n && !st; k++) {
+    for (int64_t k = 0; k < blocks * n && !st; k++) {
         const int b = (int)(k / n);
         const qkv_tensor *pt = qkv_params_get(p, k % n);
         size_t len = strlen(block_prefix[b]) + strlen(pt->name) + 1;
@@ -45,7 +51,7 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
             break;
         }
         snprintf(names[k], len, "%s%s", block_prefix[b], pt->name);
-        ts[k] = (qkv_st_tensor){names[k], qkv_dtype_name(QKV_REAL), pt->ndim, pt->shape, slice(p, block_of[b], k % n)};
+        ts[k] = (qkv_st_tensor){names[k], qkv_dtype_name(QKV_REAL), pt->ndim, pt->shape, slice(t, b, k % n)};
     }
     char json[4096], steps[32], seed[32], rng_step[32], epoch[32], batch[32], fingerprint[32];
     if (!st) st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json);
@@ -61,9 +67,9 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
         const char *keys[] = {"qkv.checkpoint", "qkv.config", "train.steps", "train.rng_seed", "train.rng_step",
                               "data.epoch", "data.batch", "data.fingerprint"};
         const char *values[] = {"1", json, steps, seed, rng_step, epoch, batch, fingerprint};
-        st = qkv_st_save(path, ts, 3 * n, keys, values, 8);
+        st = qkv_st_save(path, ts, blocks * n, keys, values, 8);
     }
-    for (int64_t k = 0; names && k < 3 * n; k++) free(names[k]);
+    for (int64_t k = 0; names && k < blocks * n; k++) free(names[k]);
     free(names);
     free(ts);
     return st;
@@ -90,11 +96,13 @@ static bool parse_count(const char *s, int64_t *out) {
 qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch, int64_t *data_batch,
                             uint64_t *data_fingerprint) {
     if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_load: NULL argument");
+    if (t->ema_swapped)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_load: the model holds the parameter average; swap it back first");
     qkv_st_file *f = NULL;
     qkv_status st = qkv_st_open(path, &f);
     if (st) return st;
     qkv_params *p = t->model->params;
-    const int64_t n = qkv_params_count(p);
+    const int64_t n = qkv_params_count(p), blocks = t->ema ? 4 : 3;
     int64_t steps = 0, epoch = 0, batch = 0;
     uint64_t seed = 0, rng_step = 0, fingerprint = 0;
     char json[4096];
@@ -110,8 +118,14 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: missing or malformed train.* / data.* metadata", path);
     else if ((st = qkv_model_config_to_json(&t->model->cfg, json, sizeof json)) == QKV_OK && strcmp(json, file_json) != 0)
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: the checkpoint's model configuration differs from this model's", path);
+    char first_ema[512];
+    snprintf(first_ema, sizeof first_ema, "ema.%s", n ? qkv_params_get(p, 0)->name : "");
+    qkv_st_entry probe;
+    if (!st && n && (qkv_st_find(f, first_ema, &probe) == QKV_OK) != (t->ema != NULL))
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: the checkpoint %s a parameter average (ema.*), the trainer %s (ema_decay %g)",
+                       path, t->ema ? "lacks" : "holds", t->ema ? "keeps one" : "does not", t->cfg.ema_decay);
     /* validate every tensor before copying anything */
-    for (int64_t k = 0; k < 3 * n && !st; k++) {
+    for (int64_t k = 0; k < blocks * n && !st; k++) {
         const qkv_tensor *pt = qkv_params_get(p, k % n);
         char name[512];
         snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
@@ -124,15 +138,16 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
         for (int d = 0; same && d < e.ndim; d++) same = e.shape[d] == pt->shape[d];
         if (!same) st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' has the wrong shape or dtype (%s)", path, name, e.dtype_name);
     }
-    if (!st && qkv_st_count(f) != 3 * n)
-        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: %lld tensors, expected %lld", path, (long long)qkv_st_count(f), (long long)(3 * n));
-    for (int64_t k = 0; k < 3 * n && !st; k++) {
+    if (!st && qkv_st_count(f) != blocks * n)
+        st = QKV_ERROR(QKV_ERR_FORMAT, "%s: %lld tensors, expected %lld", path, (long long)qkv_st_count(f),
+                       (long long)(blocks * n));
+    for (int64_t k = 0; k < blocks * n && !st; k++) {
         const qkv_tensor *pt = qkv_params_get(p, k % n);
         char name[512];
         snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
         qkv_st_entry e;
         qkv_st_find(f, name, &e);
-        qkv_real *dst = slice(p, block_of[k / n], k % n);
+        qkv_real *dst = slice(t, (int)(k / n), k % n);
         for (int64_t i = 0, m = qkv_tensor_numel(pt); i < m; i++) {
             if (e.dtype == QKV_F64) {
                 double v;

@@ -67,6 +67,8 @@ static qkv_status check_config(const qkv_model *m, const qkv_train_config *c) {
                          c->guided_weight, c->guided_sigma);
     if (!(c->length_weight >= 0 && isfinite(c->length_weight)))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: length_weight %g must be finite and >= 0", c->length_weight);
+    if (!(c->ema_decay >= 0 && c->ema_decay < 1))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: ema_decay %g is not in [0, 1)", c->ema_decay);
     if (m->cfg.nat && (c->ss_kind != QKV_SS_NONE || c->guided_weight != 0))
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "trainer: scheduled sampling and guided attention are for autoregressive decoders, the model is nat");
@@ -89,6 +91,10 @@ qkv_status qkv_trainer_new(qkv_model *m, const qkv_train_config *c, qkv_trainer 
     }
     t->model = m;
     t->cfg = *c;
+    if ((st = qkv__ema_init(t))) {
+        qkv_trainer_free(t);
+        return st;
+    }
     *out = t;
     return QKV_OK;
 }
@@ -96,6 +102,7 @@ qkv_status qkv_trainer_new(qkv_model *m, const qkv_train_config *c, qkv_trainer 
 void qkv_trainer_free(qkv_trainer *t) {
     if (!t) return;
     qkv_ctx_free(t->ctx);
+    free(t->ema);
     free(t);
 }
 
@@ -250,6 +257,8 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
 
 qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats) {
     if (!t || !b) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_step: NULL argument");
+    if (t->ema_swapped)
+        return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_step: the model holds the parameter average; swap it back first");
     qkv_step_stats s;
     memset(&s, 0, sizeof s);
     s.grad_norm = NAN;
@@ -280,6 +289,7 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
         st = qkv_optim_step(p, &t->cfg.optim, t->steps + 1, s.lr);
         if (st) return st;
         t->steps++;
+        qkv__ema_update(t);
         s.stepped = true;
     }
     if (stats) *stats = s;

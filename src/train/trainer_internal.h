@@ -10,6 +10,13 @@ struct qkv_trainer {
     qkv_ctx *ctx;
     int64_t steps;       /* optimiser steps taken */
     int32_t accumulated; /* batches accumulated since the last optimiser step */
+    qkv_real *ema;       /* the parameter average (ema.c), NULL when cfg.ema_decay is 0 */
+    bool ema_swapped;    /* the model holds the average, ema the training weights */
 };
+
+/* ema.c */
+double qkv__ema_decay_at(double decay, int64_t step);
+qkv_status qkv__ema_init(qkv_trainer *t);
+void qkv__ema_update(qkv_trainer *t); /* after optimiser step t->steps */
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,24 @@ void cli_write_file(const char *path, const char *text) {
 bool cli_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+bool cli_same_file(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+double cli_number_after(const char *text, const char *what) {
+    const char *p = strstr(text, what);
+    return p ? strtod(p + strlen(what), NULL) : NAN;
 }
 
 void cli_write_pairs(const char *path, int first, int n) {

@@ -20,6 +20,10 @@ int cli_exec(const char *cmd, char *out, size_t size);
 
 void cli_write_file(const char *path, const char *text);
 bool cli_exists(const char *path);
+/* Whether two files exist and hold the same bytes. */
+bool cli_same_file(const char *a, const char *b);
+/* The number after `what` in text (NAN when absent). */
+double cli_number_after(const char *text, const char *what);
 
 /* n "word<TAB>W O R D" pairs (the phones spell the letters in upper case: a task a tiny model can
  * start on) from a list of 12 words, starting at word `first`. */

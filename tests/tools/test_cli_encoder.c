@@ -21,19 +21,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static bool same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
-
 /* The words of the synthetic tagging task and their (Brown) tags. */
 static const char *tag_words[][2] = {
     {"the", "AT"},   {"a", "AT"},      {"cat", "NN"},   {"dog", "NN"},     {"bird", "NN"},
@@ -110,12 +97,6 @@ static bool setup(cli_run *r, bool tagged, const char *keys) {
     return true;
 }
 
-/* The number after `what` in text (NAN when absent). */
-static double number_after(const char *text, const char *what) {
-    const char *p = strstr(text, what);
-    return p ? strtod(p + strlen(what), NULL) : NAN;
-}
-
 TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     char cmd[4096], out[16384], path[256];
     cli_run r;
@@ -150,8 +131,8 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     /* eval: accuracies of the dev file */
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 2", QKV_CLI_PATH, r.run_dir, r.dev);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
-    const double acc = number_after(out, "tokens: accuracy "),
-                 univ = number_after(out, ", universal ");
+    const double acc = cli_number_after(out, "tokens: accuracy "),
+                 univ = cli_number_after(out, ", universal ");
     CHECK_MSG(acc >= 97 && univ >= acc && strstr(out, "40 sentences") && strstr(out, "OOV tokens"),
               "eval: %s", out);
     CHECK_MSG(strstr(out, "/AT ") && strstr(out, "./.\n"), "--show: %s", out);
@@ -229,9 +210,9 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
               "train output: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 1", QKV_CLI_PATH, r.run_dir, r.dev);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
-    CHECK_MSG(number_after(out, "texts: accuracy ") >= 95 &&
-                  number_after(out, "; pos: precision ") >= 90 &&
-                  number_after(out, "recall ") >= 90 && !strncmp(out, "pos\t", 4) &&
+    CHECK_MSG(cli_number_after(out, "texts: accuracy ") >= 95 &&
+                  cli_number_after(out, "; pos: precision ") >= 90 &&
+                  cli_number_after(out, "recall ") >= 90 && !strncmp(out, "pos\t", 4) &&
                   strstr(out, "(gold pos)"),
               "eval: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'the movie was great\\nit was so awful\\n' | %s decode %s",
@@ -239,7 +220,7 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "decode: %s", out);
     const char *second = strchr(out, '\n');
     CHECK_MSG(!strncmp(out, "pos\t0.", 6) && second && !strncmp(second + 1, "neg\t0.", 6) &&
-                  number_after(out, "pos\t") > 0.5,
+                  cli_number_after(out, "pos\t") > 0.5,
               "decode: '%s'", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'a good film' --out %s/maps", QKV_CLI_PATH, r.run_dir,
              r.dir);
@@ -265,10 +246,10 @@ TEST(cli_tagging_resume_is_bit_identical) {
               "resume: %s", out);
     snprintf(a, sizeof a, "%s/straight/last.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/last.safetensors", r.run_dir);
-    CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
+    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/checkpoint.safetensors", r.run_dir);
-    CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
+    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     cli_run_remove(&r);
 }
 
@@ -279,7 +260,7 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     const struct {
         const char *set, *expect;
     } cases[] = {
-        {"task=ranking", "task = 'ranking' is not one of: seq2seq, tagging, classify"},
+        {"task=ranking", "task = 'ranking' is not one of: seq2seq, tagging, classify, image"},
         {"data.tag_column=3",
          "train.tsv:1: tag column 3 asked for, but the lines have 2 tag columns"},
         {"data.tag_column=0", "data.tag_column = 0 is outside [1, 64]"},

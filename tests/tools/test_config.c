@@ -61,3 +61,27 @@ TEST(config_rejects_malformed_lines_and_values) {
     config_free(&c);
     unlink(path);
 }
+
+/* An override that makes the entry array grow: the overridden file entry still counts as read
+ * (it was once marked through a pointer into the array before the array moved). */
+TEST(config_override_past_the_initial_capacity) {
+    char path[] = "/tmp/qkv_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 32; i++) /* exactly the first capacity */
+        fprintf(f, "key%d = %d\n", i, i);
+    fclose(f);
+    config c;
+    CHECK(config_load(&c, path));
+    CHECK(config_set(&c, "key0=100")); /* the 33rd entry */
+    for (int i = 0; i < 32; i++) {
+        int64_t v = -1;
+        char key[16];
+        snprintf(key, sizeof key, "key%d", i);
+        CHECK(config_int(&c, key, -1, 0, 1000, &v) && v == (i ? i : 100));
+    }
+    CHECK_MSG(config_check_unused(&c), "%s", c.error);
+    config_free(&c);
+    unlink(path);
+}

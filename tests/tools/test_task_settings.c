@@ -1,7 +1,8 @@
 /*
  * test_task_settings.c: the configuration readers of the task families (tools/task.c,
  * seq2seq_task.c, encoder_input.c): seq2seq reads the shared keys through task.c's readers and
- * adds the decoder's (every key set, every default); the task key picks the family;
+ * adds the decoder's (every key set, every default; train.ema, beta2 and eps among them, for the
+ * encoder-only tasks too); the task key picks the family;
  * model.features parses names and rejects unknown and repeated ones with the file and line; word
  * dropout is a pure function of the batch position, drops rare words more often than frequent
  * ones, and takes the `lower` feature along.
@@ -31,7 +32,8 @@ static const char *shared_keys =
     "data.max_src_len = 90\ntrain.steps = 1234\ntrain.max_tokens = 777\ntrain.lr = "
     "3e-4\ntrain.warmup = 55\n"
     "train.min_lr = 2e-6\ntrain.schedule = cosine\ntrain.weight_decay = 0.05\ntrain.clip = 2.5\n"
-    "train.label_smoothing = 0.2\ntrain.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
+    "train.label_smoothing = 0.2\ntrain.ema = 0.99\ntrain.beta2 = 0.995\ntrain.eps = 1e-7\n"
+    "train.accum = 3\ntrain.seed = 99\ntrain.eval_every = 17\n"
     "train.log_every = 5\ntrain.threads = 1\nmodel.d_model = 48\nmodel.heads = 6\n"
     "model.encoder_layers = 2\nmodel.ff = 100\nmodel.dropout = 0.3\nmodel.norm_first = true\n"
     "model.pos = learned\nmodel.activation = gelu\nmodel.max_len = 90\n"
@@ -70,6 +72,8 @@ TEST(tools_seq2seq_settings_add_the_decoder_keys) {
             CHECK(s.train.schedule.kind == QKV_LR_WARMUP_COSINE && s.train.optim.lr == 3e-4 &&
                   s.train.accum_steps == 3 && s.train.seed == 99 &&
                   s.train.ss_kind == QKV_SS_LINEAR);
+            CHECK(s.train.ema_decay == 0.99 && s.train.optim.beta2 == 0.995 &&
+                  s.train.optim.eps == 1e-7);
         } else {
             const qkv_model_config d =
                 qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 256, 4, 3);
@@ -82,6 +86,9 @@ TEST(tools_seq2seq_settings_add_the_decoder_keys) {
             CHECK(!memcmp(&m->self_attn, &d.self_attn, sizeof d.self_attn));
             CHECK(s.steps == 2000 && s.max_tokens == 4096 && s.train.ss_kind == QKV_SS_NONE &&
                   s.decode.strategy == QKV_DECODE_BEAM && s.decode.max_len == 65);
+            const qkv_train_config dt = qkv_train_default_config();
+            CHECK(s.train.ema_decay == 0 && s.train.optim.beta2 == dt.optim.beta2 &&
+                  s.train.optim.eps == dt.optim.eps);
         }
         config_free(&c);
     }
@@ -92,7 +99,7 @@ TEST(tools_task_key_and_encoder_keys) {
     task *t = NULL;
     CHECK(load_text(&c, "model.d_model = 8\ntask = ranking\n"));
     CHECK(!task_create(&c, &t) &&
-          strstr(c.error, ":2: task = 'ranking' is not one of: seq2seq, tagging, classify"));
+          strstr(c.error, ":2: task = 'ranking' is not one of: seq2seq, tagging, classify, image"));
     task_free(t);
     config_free(&c);
     /* seq2seq-only keys are unknown to an encoder-only task */
@@ -102,6 +109,18 @@ TEST(tools_task_key_and_encoder_keys) {
         CHECK(t->ops == &classify_task_ops && t->s.model.head == QKV_HEAD_POOLED &&
               t->s.model.max_len == 512);
     CHECK(!config_check_unused(&c) && strstr(c.error, ":2: unknown key 'model.decoder_layers'"));
+    task_free(t);
+    config_free(&c);
+    /* the optimiser and weight-average keys reach an encoder-only task too (task_read_common) */
+    CHECK(load_text(&c, "task = tagging\ntrain.ema = 0.999\ntrain.beta2 = 0.95\ntrain.eps = 1e-6\n"));
+    CHECK_MSG(task_create(&c, &t), "%s", c.error);
+    if (t)
+        CHECK(t->s.train.ema_decay == 0.999 && t->s.train.optim.beta2 == 0.95 &&
+              t->s.train.optim.eps == 1e-6);
+    task_free(t);
+    config_free(&c);
+    CHECK(load_text(&c, "task = classify\ntrain.beta2 = 1\n"));
+    CHECK(!task_create(&c, &t) && strstr(c.error, ":2: train.beta2"));
     task_free(t);
     config_free(&c);
     /* the model must accept the longest sentence read */

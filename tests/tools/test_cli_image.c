@@ -82,7 +82,8 @@ TEST(cli_image_learns_and_agrees_with_the_library) {
                   strstr(out, "eval step 300: dev accuracy"),
               "train output: %s", out);
     snprintf(cmd, sizeof cmd, "cat %s/task.conf", r.run_dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "task = image\ndata.pixel_scale = 8\n"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
+                  strstr(out, "task = image\ndata.pixel_scale = 8\n"),
               "task.conf: %s", out);
 
     /* the library on the saved model and the generated pixels: the reference predictions */
@@ -168,7 +169,8 @@ TEST(cli_image_learns_and_agrees_with_the_library) {
                   strstr(out, "2 attention maps (1 encoder layers x 2 heads)"),
               "attn: %s", out);
     snprintf(cmd, sizeof cmd, "grep -c 'r1c0' %s/maps/index.html", r.dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) >= 1, "index.html lacks r1c0: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) >= 1, "index.html lacks r1c0: %s",
+              out);
 
     qkv_ctx_free(ctx);
     qkv_model_free(m);
@@ -187,8 +189,8 @@ TEST(cli_image_resume_and_threads_are_bit_identical) {
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=10", QKV_CLI_PATH, r.conf);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 10 (epoch 0"), "resume: %s",
-              out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 10 (epoch 0"),
+              "resume: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/two --set train.threads=2",
              QKV_CLI_PATH, r.conf, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
@@ -239,15 +241,16 @@ TEST(cli_image_rejects_bad_input) {
     for (size_t i = 0; i < sizeof data_cases / sizeof *data_cases; i++) {
         snprintf(cmd, sizeof cmd, "head -n 1 %s > %s && printf '%%s' '%s' >> %s && %s train %s",
                  r.train, r.dev, data_cases[i].line, r.dev, QKV_CLI_PATH, r.conf);
-        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, data_cases[i].expect), "%s: %s",
-                  data_cases[i].line, out);
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, data_cases[i].expect),
+                  "%s: %s", data_cases[i].line, out);
     }
     /* a run, then bad inputs to eval, decode and attn */
     write_images(r.dev, 2, N_DEV);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(path, sizeof path, "%s/test.tsv", r.dir);
-    cli_write_file(path, "h\t0 0 0 0 8 8 8 8 0 0 0 0 0 0 0 0\nd\t0 0 0 0 8 8 8 8 0 0 0 0 0 0 0 0\n");
+    cli_write_file(path,
+                   "h\t0 0 0 0 8 8 8 8 0 0 0 0 0 0 0 0\nd\t0 0 0 0 8 8 8 8 0 0 0 0 0 0 0 0\n");
     snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, r.run_dir, path);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "test.tsv:2: label 'd' is not one of the classes"),

@@ -112,7 +112,8 @@ TEST(tools_task_key_and_encoder_keys) {
     task_free(t);
     config_free(&c);
     /* the optimiser and weight-average keys reach an encoder-only task too (task_read_common) */
-    CHECK(load_text(&c, "task = tagging\ntrain.ema = 0.999\ntrain.beta2 = 0.95\ntrain.eps = 1e-6\n"));
+    CHECK(
+        load_text(&c, "task = tagging\ntrain.ema = 0.999\ntrain.beta2 = 0.95\ntrain.eps = 1e-6\n"));
     CHECK_MSG(task_create(&c, &t), "%s", c.error);
     if (t)
         CHECK(t->s.train.ema_decay == 0.999 && t->s.train.optim.beta2 == 0.95 &&

@@ -4,7 +4,7 @@
  * PyTorch's nn.Transformer and its translation tutorial do).
  *
  *   bench_decode [--config S|B] [--threads N] [--batch B] [--len T] [--reps R] [--beam K]
- *                [--no-uncached] [--json]
+ *                [--no-uncached] [--search greedy|beam|both] [--json]
  *
  * Model: configuration S (default) or B of bench_common.h (the anchors' ../shared/anchors/
  * RESULTS.md), random weights (seeded); random source ids of the configuration's source length,
@@ -13,7 +13,10 @@
  * no early stop; no length penalty), so
  *   tokens/s = B * T / seconds (one hypothesis per input; beam search runs B * K rows).
  * The time covers the whole qkv_decode call (session creation, encoder, search). Median of R
- * runs after one warm-up. --json prints one JSON line per row instead of the table (what
+ * runs after one warm-up. --search runs one of the two searches only (default both).
+ * --phases times the parts of a cached greedy decode instead (session creation, encoder with the
+ * cross-attention caches, the first step, the other steps, the argmax), median of R runs.
+ * --json prints one JSON line per row instead of the table (what
  * bench/compare.sh reads; bench/torch_bench.py --mode decode prints the same keys).
  */
 #include "bench_common.h"
@@ -40,6 +43,72 @@ static double time_decode(const qkv_model *m, const int32_t *src, const int32_t 
     return bench_median(t, reps);
 }
 
+/* The parts of one cached greedy decode through the session API (what dec_greedy does, without
+ * its bookkeeping): session creation, encode, the BOS step, T - 1 single-token steps with an
+ * argmax over the logits between them. Prints the median seconds of each over reps runs. */
+static int time_phases(const qkv_model *m, const int32_t *src, int32_t B, int32_t S, int32_t T,
+                       int reps) {
+    enum { NEW, ENCODE, FIRST, STEPS, ARGMAX, NPH };
+    static const char *names[NPH] = {"session_new", "encode + cross K/V", "first step (BOS)",
+                                     "other steps", "argmax of the logits"};
+    double *t = calloc((size_t)NPH * (size_t)reps, sizeof *t);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)B);
+    const int32_t V = m->cfg.tgt_vocab;
+    if (!t || !tok) return 1;
+    for (int r = -1; r < reps; r++) {
+        double ph[NPH] = {0};
+        qkv_session_params sp = qkv_session_default_params();
+        sp.max_rows = B;
+        sp.max_len = T;
+        sp.max_src_len = S;
+        qkv_session *s = NULL;
+        double t0 = bench_now();
+        qkv_status st = qkv_session_new(m, &sp, &s);
+        double t1 = bench_now();
+        ph[NEW] = t1 - t0;
+        if (!st) st = qkv_session_encode(s, src, B, S);
+        t0 = bench_now();
+        ph[ENCODE] = t0 - t1;
+        for (int32_t b = 0; b < B; b++)
+            tok[b] = 1;
+        for (int32_t i = 0; i < T && !st; i++) {
+            qkv_tensor *logits = NULL;
+            t1 = bench_now();
+            st = qkv_session_step(s, tok, 1, &logits);
+            t0 = bench_now();
+            ph[i ? STEPS : FIRST] += t0 - t1;
+            if (st) break;
+            const qkv_real *l = logits->data;
+            for (int32_t b = 0; b < B; b++) {
+                int32_t best = 1;
+                for (int32_t v = 2; v < V; v++)
+                    if (l[(size_t)b * V + v] > l[(size_t)b * V + best]) best = v;
+                tok[b] = best;
+            }
+            ph[ARGMAX] += bench_now() - t0;
+        }
+        qkv_session_free(s);
+        if (st) {
+            fprintf(stderr, "bench_decode: %s\n", qkv_last_error());
+            return 1;
+        }
+        for (int k = 0; r >= 0 && k < NPH; k++)
+            t[k * reps + r] = ph[k];
+    }
+    double total = 0;
+    for (int k = 0; k < NPH; k++)
+        total += bench_median(t + k * reps, reps);
+    printf("| part | seconds | share |\n|---|---|---|\n");
+    for (int k = 0; k < NPH; k++) {
+        const double med = bench_median(t + k * reps, reps);
+        printf("| %s | %.4f | %.1f %% |\n", names[k], med, 100 * med / total);
+    }
+    printf("| sum | %.4f | |\n", total);
+    free(t);
+    free(tok);
+    return 0;
+}
+
 static void print_json(const bench_config *c, const char *search, int32_t K, bool cache, int32_t B,
                        int32_t S, int32_t T, int reps, const double *t, double med) {
     printf("{\"impl\": \"qkv\", \"mode\": \"decode\", \"config\": \"%s\", \"threads\": %d, "
@@ -54,7 +123,8 @@ int main(int argc, char **argv) {
     const bench_config *c = bench_find_config("S");
     int threads = 0, reps = 3;
     int32_t B = 0, T = 0, K = 5;
-    bool uncached = true, json = false;
+    bool uncached = true, json = false, phases = false;
+    int first_search = 0, last_search = 1; /* 0 greedy, 1 beam */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
@@ -72,9 +142,21 @@ int main(int argc, char **argv) {
             uncached = false;
         else if (!strcmp(argv[i], "--json"))
             json = true;
+        else if (!strcmp(argv[i], "--phases"))
+            phases = true;
+        else if (!strcmp(argv[i], "--search") && i + 1 < argc) {
+            const char *w = argv[++i];
+            first_search = !strcmp(w, "beam");
+            last_search = strcmp(w, "greedy") != 0;
+            if (strcmp(w, "greedy") && strcmp(w, "beam") && strcmp(w, "both")) {
+                fprintf(stderr, "bench_decode: --search %s is not greedy, beam or both\n", w);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "usage: bench_decode [--config S|B] [--threads N] [--batch B] "
-                            "[--len T] [--reps R] [--beam K] [--no-uncached] [--json]\n");
+                            "[--len T] [--reps R] [--beam K] [--no-uncached] "
+                            "[--search greedy|beam|both] [--phases] [--json]\n");
             return 2;
         }
     }
@@ -114,10 +196,15 @@ int main(int argc, char **argv) {
                "batch %d, %d new tokens, %d thread(s), median of %d\n\n",
                c->name, c->d_model, c->n_heads, c->d_ff, c->n_enc, c->n_dec, c->tgt_vocab, S, B, T,
                qkv_get_num_threads(), reps);
-        printf("| search | KV cache | decode s | tokens/s | speed-up |\n|---|---|---|---|---|\n");
+        if (!phases)
+            printf("| search | KV cache | decode s | tokens/s | speed-up |\n|---|---|---|---|---|\n");
     }
     int rc = 0;
-    for (int k = 0; k < 2 && !rc; k++) {
+    if (phases) {
+        rc = time_phases(m, src, B, S, T, reps);
+        last_search = -1;
+    }
+    for (int k = first_search; k <= last_search && !rc; k++) {
         qkv_decode_params p = qkv_decode_default_params();
         p.strategy = k ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
         p.beam_size = K;

@@ -16,10 +16,19 @@
  * re-running O((t0 + T)^2 C) over the prefix. Cross-attention projects the encoder memory once
  * (qkv_mha_cache_memory) and each step only projects its queries.
  *
+ * A single-token step (T = 1, the decoding loop) of the plain scaled-dot softmax attention (with or
+ * without RoPE) with the fast kernels attends over the cache in place (kernels/attend_cached.h):
+ * no copy of the narrowed cache, no transposed K, o written in the merged-heads layout. Other
+ * steps, other variants and the reference kernels take qkv__mha_attend.
+ *
  * Nothing is saved for backward: writing into the cache is not differentiable, so both calls
  * refuse to run when a parameter or input would need a gradient.
  */
 #include "nn_internal.h"
+
+#include "../kernels/attend_cached.h"
+
+#include <math.h>
 
 /* cache must be a real (N, H, len, D) tensor with a contiguous last dim. */
 static bool check_cache(qkv_ctx *ctx, const qkv_mha *m, const char *op, const qkv_tensor *c,
@@ -56,6 +65,46 @@ static void write_rows(const qkv_tensor *src, qkv_tensor *cache, int64_t at) {
  * rotated tensor is contiguous). */
 static qkv_tensor *unit_last_stride(qkv_ctx *ctx, qkv_tensor *t) {
     return t && t->shape[3] > 1 && t->stride[3] != 1 ? qkv_contiguous(ctx, t) : t;
+}
+
+/* The merged attention output (N, 1, C) of a single-token step over the first S cache positions,
+ * attended in place; or NULL (status untouched) when the step does not qualify (see the top). */
+static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_tensor *q,
+                                   const qkv_tensor *cache_k, const qkv_tensor *cache_v, int64_t S,
+                                   const qkv_mask *mk, qkv_tensor **weights_out) {
+    const qkv_mha_config *c = &m->cfg;
+    const int64_t N = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
+    const qkv_tensor *kp = mk->key_padding;
+    if (ctx->kernels == QKV_KERNELS_REF || T != 1 || weights_out || !c->use_fused ||
+        c->score != QKV_SCORE_SCALED_DOT || c->norm != QKV_NORM_SOFTMAX ||
+        (c->relpos != QKV_RELPOS_NONE && c->relpos != QKV_RELPOS_ROPE) ||
+        (ctx->training && c->dropout > 0) || (D > 1 && q->stride[3] != 1) ||
+        cache_v->stride[0] != cache_k->stride[0] || cache_v->stride[1] != cache_k->stride[1] ||
+        cache_v->stride[2] != cache_k->stride[2] || mk->causal ||
+        mk->window_left >= 0 || mk->allowed ||
+        (mk->window_right >= 0 && S - 1 > mk->window_right) || /* every key j <= 0 + right */
+        (kp && (kp->dtype != QKV_I32 || kp->ndim != 2 || kp->shape[0] != N || kp->shape[1] != S)))
+        return NULL;
+    if (kp) kp = qkv__contig(ctx, (qkv_tensor *)kp);
+    qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){N, 1, H * D}); /* (N, 1, C) */
+    if (!o || ctx->status) return NULL;
+    const qkv_attend_cached_problem p = {.N = N,
+                                         .H = H,
+                                         .S = S,
+                                         .D = D,
+                                         .scale = 1 / sqrt((double)D),
+                                         .q = qkv__data(q),
+                                         .q_sn = q->stride[0],
+                                         .q_sh = q->stride[1],
+                                         .k = qkv__data(cache_k),
+                                         .v = qkv__data(cache_v),
+                                         .kv_sn = cache_k->stride[0],
+                                         .kv_sh = cache_k->stride[1],
+                                         .kv_sj = cache_k->stride[2],
+                                         .key_padding = kp ? qkv__idata(kp) : NULL,
+                                         .o = qkv__data(o),
+                                         .o_sn = H * D};
+    return qkv__attend_cached(ctx, &p) ? o : NULL;
 }
 
 qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memory,
@@ -155,6 +204,8 @@ qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tens
         write_rows(kv[0], cache_k, t0);
         write_rows(kv[1], cache_v, t0);
     }
+    qkv_tensor *o = attend_in_place(ctx, m, q, cache_k, cache_v, S, &mk, weights_out);
+    if (o || ctx->status) return o ? qkv_linear(ctx, o, m->out_proj_weight, m->out_proj_bias) : NULL;
     qkv_tensor *k = qkv_narrow(ctx, cache_k, 2, 0, S); /* (N, H, S, D) */
     qkv_tensor *v = qkv_narrow(ctx, cache_v, 2, 0, S); /* (N, H, S, D) */
     return qkv__mha_attend(ctx, m, q, k, v, &mk, t0, weights_out);

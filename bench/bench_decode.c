@@ -21,15 +21,26 @@
  */
 #include "bench_common.h"
 
+/* Processor seconds of the whole process (every thread) so far. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Median seconds of reps decodes (after a warm-up) in t[0 .. reps) (sorted), or a negative
- * number on error. */
+ * number on error; *cpu_med: the median processor seconds (all threads) of the same decodes,
+ * which other processes on the machine disturb less than the wall clock. */
 static double time_decode(const qkv_model *m, const int32_t *src, const int32_t *len, int32_t B,
-                          const qkv_decode_params *p, int reps, double *t, int32_t *first_tokens) {
+                          const qkv_decode_params *p, int reps, double *t, int32_t *first_tokens,
+                          double *cpu_med) {
+    double cpu[64]; /* reps <= 64 (main checks) */
     for (int r = -1; r < reps; r++) {
         qkv_hypotheses h;
-        const double t0 = bench_now();
+        const double c0 = cpu_now(), t0 = bench_now();
         const qkv_status st = qkv_decode(m, src, len, B, p, &h);
         const double t1 = bench_now();
+        if (r >= 0) cpu[r] = cpu_now() - c0;
         if (st) {
             fprintf(stderr, "bench_decode: %s\n", qkv_last_error());
             return -1;
@@ -40,6 +51,7 @@ static double time_decode(const qkv_model *m, const int32_t *src, const int32_t 
                 first_tokens[b] = h.hyp[(size_t)b * h.n_best].tokens[0];
         qkv_hypotheses_free(&h);
     }
+    *cpu_med = bench_median(cpu, reps);
     return bench_median(t, reps);
 }
 
@@ -110,13 +122,14 @@ static int time_phases(const qkv_model *m, const int32_t *src, int32_t B, int32_
 }
 
 static void print_json(const bench_config *c, const char *search, int32_t K, bool cache, int32_t B,
-                       int32_t S, int32_t T, int reps, const double *t, double med) {
+                       int32_t S, int32_t T, int reps, const double *t, double med,
+                       double cpu_med) {
     printf("{\"impl\": \"qkv\", \"mode\": \"decode\", \"config\": \"%s\", \"threads\": %d, "
            "\"search\": \"%s\", \"beam\": %d, \"cache\": %s, \"batch\": %d, \"src_len\": %d, "
            "\"new_tokens\": %d, \"reps\": %d, \"decode_s_median\": %.6g, \"decode_s_min\": %.6g, "
-           "\"decode_s_max\": %.6g, \"tok_per_s\": %.6g, \"peak_rss_mib\": %.1f}\n",
+           "\"decode_s_max\": %.6g, \"tok_per_s\": %.6g, \"cpu_s_median\": %.6g, \"peak_rss_mib\": %.1f}\n",
            c->name, qkv_get_num_threads(), search, K, cache ? "true" : "false", B, S, T, reps, med,
-           t[0], t[reps - 1], (double)B * T / med, bench_peak_rss_mib());
+           t[0], t[reps - 1], (double)B * T / med, cpu_med, bench_peak_rss_mib());
 }
 
 int main(int argc, char **argv) {
@@ -167,8 +180,8 @@ int main(int argc, char **argv) {
     if (!B) B = c->decode_batch;
     if (!T) T = c->decode_len;
     const int32_t S = c->src_len;
-    if (B < 1 || T < 1 || reps < 1 || K < 1) {
-        fprintf(stderr, "bench_decode: batch, len, reps and beam must be >= 1\n");
+    if (B < 1 || T < 1 || reps < 1 || reps > 64 || K < 1) {
+        fprintf(stderr, "bench_decode: batch, len and beam must be >= 1, reps 1 .. 64\n");
         return 2;
     }
     if (threads > 0) qkv_set_num_threads(threads);
@@ -215,25 +228,26 @@ int main(int argc, char **argv) {
         char name[32];
         snprintf(name, sizeof name, k ? "beam %d" : "greedy", K);
         const char *search = k ? "beam" : "greedy";
-        const double cached = time_decode(m, src, len, B, &p, reps, t, tok_c);
+        double cpu_c = 0, cpu_u = 0;
+        const double cached = time_decode(m, src, len, B, &p, reps, t, tok_c, &cpu_c);
         if (cached < 0) {
             rc = 1;
             break;
         }
         if (json)
-            print_json(c, search, k ? K : 1, true, B, S, T, reps, t, cached);
+            print_json(c, search, k ? K : 1, true, B, S, T, reps, t, cached, cpu_c);
         else
             printf("| %s | yes | %.3f | %.0f | |\n", name, cached, (double)B * T / cached);
         fflush(stdout);
         if (!uncached) continue;
         p.use_cache = false;
-        const double plain = time_decode(m, src, len, B, &p, reps, t, tok_u);
+        const double plain = time_decode(m, src, len, B, &p, reps, t, tok_u, &cpu_u);
         if (plain < 0) {
             rc = 1;
             break;
         }
         if (json)
-            print_json(c, search, k ? K : 1, false, B, S, T, reps, t, plain);
+            print_json(c, search, k ? K : 1, false, B, S, T, reps, t, plain, cpu_u);
         else
             printf("| %s | no | %.3f | %.0f | cache %.2fx |\n", name, plain, (double)B * T / plain,
                    plain / cached);

@@ -2,11 +2,12 @@
  * attend_cached.c: one query per (row, head) against a KV cache read in place (see
  * attend_cached.h for the math and the layouts).
  *
- * Per task (n, h), two passes over the S keys, as the reference kernel (sdpa_ref.c) does per
- * query row: scores s_j = scale q.k_j into a per-thread buffer with their maximum m, then
- * p_j = exp(s_j - m), l = sum_j p_j and o = (sum_j p_j v_j) / l. A padded key gets p_j = 0.
- * The dot products keep 8 partial sums (lanes d mod 8, added pairwise at the end): a fixed order
- * the compiler can put in vector registers without reassociating anything.
+ * Per task (n, h), as the reference kernel (sdpa_ref.c) does per query row: scores
+ * s_j = scale q.k_j into a per-thread buffer with their maximum m; p_j = exp(s_j - m) in place
+ * and l = sum_j p_j; then o = (sum_j p_j v_j) / l, eight dimensions at a time over all keys. A
+ * padded key gets p_j = 0 and is never read. The dot products keep 8 partial sums (lanes d mod 8,
+ * added pairwise at the end): a fixed order the compiler can put in vector registers without
+ * reassociating anything (-O2, no -ffast-math).
  *
  * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
@@ -41,39 +42,60 @@ static inline qkv_real dot(const qkv_real *restrict q, const qkv_real *restrict 
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-/* The task of row n, head h; s holds S reals. */
-static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h, qkv_real *s) {
-    const int64_t S = p->S, D = p->D;
+/* o[0 .. 8) = sum_j p_j v_j[0 .. 8) over keys with p_j > 0, in order of j (eight independent
+ * sums: the compiler keeps them in vector registers). */
+static inline void weighted_block(const qkv_real *restrict p, const qkv_real *restrict v, int64_t S,
+                                  int64_t sj, qkv_real inv, qkv_real *restrict o) {
+    qkv_real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = 0; j < S; j++) {
+        if (p[j] == 0) continue; /* padded (never read) or underflowed: adds nothing */
+        const qkv_real pj = p[j], *restrict vj = v + j * sj;
+        for (int i = 0; i < 8; i++)
+            acc[i] += pj * vj[i];
+    }
+    for (int i = 0; i < 8; i++)
+        o[i] = acc[i] * inv;
+}
+
+/* The task of row n, head h; s holds S reals (the scores, then the probabilities). */
+static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
+                       qkv_real *restrict s) {
+    const int64_t S = p->S, D = p->D, sj = p->kv_sj;
     const qkv_real scale = (qkv_real)p->scale;
     const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
     const qkv_real *k = p->k + n * p->kv_sn + h * p->kv_sh;
     const qkv_real *v = p->v + n * p->kv_sn + h * p->kv_sh;
     const int32_t *pad = p->key_padding ? p->key_padding + n * S : NULL;
-    qkv_real *o = p->o + n * p->o_sn + h * D;
+    qkv_real *restrict o = p->o + n * p->o_sn + h * D;
     qkv_real mx = (qkv_real)-INFINITY;
     for (int64_t j = 0; j < S; j++) {
         if (pad && pad[j]) {
             s[j] = (qkv_real)-INFINITY;
             continue;
         }
-        s[j] = scale * dot(q, k + j * p->kv_sj, D);
+        s[j] = scale * dot(q, k + j * sj, D);
         mx = s[j] > mx ? s[j] : mx;
     }
-    for (int64_t d = 0; d < D; d++)
-        o[d] = 0;
-    if (mx == (qkv_real)-INFINITY) return; /* no allowed key: o = 0 */
+    if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
+        for (int64_t d = 0; d < D; d++)
+            o[d] = 0;
+        return;
+    }
     qkv_real l = 0;
     for (int64_t j = 0; j < S; j++) {
-        if (pad && pad[j]) continue;
-        const qkv_real pj = rexp(s[j] - mx);
-        const qkv_real *restrict vj = v + j * p->kv_sj;
-        l += pj;
-        for (int64_t d = 0; d < D; d++)
-            o[d] += pj * vj[d];
+        s[j] = s[j] == (qkv_real)-INFINITY ? 0 : rexp(s[j] - mx);
+        l += s[j];
     }
     const qkv_real inv = 1 / l;
-    for (int64_t d = 0; d < D; d++)
-        o[d] *= inv;
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8)
+        weighted_block(s, v + d, S, sj, inv, o + d);
+    for (; d < D; d++) { /* the same sums, one dimension at a time */
+        qkv_real acc = 0;
+        for (int64_t j = 0; j < S; j++)
+            if (s[j] != 0) acc += s[j] * v[j * sj + d];
+        o[d] = acc * inv;
+    }
 }
 
 bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {

@@ -45,6 +45,11 @@ void qkv__session_sync_headers(qkv_session *s);
  * -> logits (n, T, V) in the session arena, or NULL with the context's status set. */
 qkv_tensor *qkv__session_forward(qkv_session *s, const int32_t *tokens, int32_t T);
 
+/* I32 (n, len) marking pad_id in ids (row stride ld) in ctx's arena, or NULL when no id is
+ * pad_id (step.c). */
+qkv_tensor *dec_padding_of(qkv_ctx *ctx, const int32_t *ids, int64_t n, int64_t len, int64_t ld,
+                           int32_t pad);
+
 /* ---- one decoding job ------------------------------------------------------------------------ */
 
 typedef struct dec_job {

@@ -202,6 +202,51 @@ void qkv_session_free(qkv_session *s) {
     free(s);
 }
 
+/* *t as a contiguous (B, S, C) header over data; returns t. */
+static qkv_tensor *buffer_tensor(qkv_real *data, int64_t B, int64_t S, int64_t C, qkv_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->dtype = QKV_REAL;
+    t->ndim = 3;
+    t->shape[0] = B;
+    t->shape[1] = S;
+    t->shape[2] = C;
+    qkv__set_contiguous_strides(t);
+    t->data = data;
+    return t;
+}
+
+/* The encoder output (B, S, C) of src, in the session's scratch buffer (free until the first
+ * gather), or NULL with the context's status set. The computation of qkv_model_encode (embedding,
+ * the encoder layers under the source padding mask, the final norm), one layer at a time with
+ * the arena reset in between: the arena then holds the activations of one layer instead of the
+ * whole stack (a sixth of it for config B), so each decode touches, and page-faults in, that
+ * much less fresh memory. */
+static qkv_real *encode_by_layer(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
+    qkv_ctx *ctx = s->ctx;
+    const qkv_model *m = s->m;
+    const int64_t C = s->C, n = (int64_t)B * S * C;
+    qkv_real *buf = (qkv_real *)s->scratch; /* N max(L, S_max) C reals >= B S C */
+    qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
+    qkv_tensor *x = qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, 0); /* (B, S, C) */
+    for (int32_t i = 0; i <= m->cfg.n_encoder_layers; i++) {
+        if (!x || ctx->status) return NULL;
+        memcpy(buf, qkv__data(x), sizeof(qkv_real) * (size_t)n); /* x is a new tensor: contiguous */
+        if (i == m->cfg.n_encoder_layers) break;
+        qkv_ctx_reset(ctx);
+        qkv_mask mask = qkv_mask_none();
+        mask.key_padding = dec_padding_of(ctx, src, B, S, S, m->cfg.pad_id);
+        x = qkv_encoder_layer_forward(ctx, &m->encoder_layers[i],
+                                      buffer_tensor(buf, B, S, C, &(qkv_tensor){0}), &mask, NULL);
+    }
+    if (m->enc_norm_w) {
+        qkv_tensor *y = qkv_layernorm(ctx, buffer_tensor(buf, B, S, C, &(qkv_tensor){0}),
+                                      m->enc_norm_w, m->enc_norm_b, m->cfg.layer_norm_eps);
+        if (!y) return NULL;
+        memcpy(buf, qkv__data(y), sizeof(qkv_real) * (size_t)n);
+    }
+    return buf;
+}
+
 qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
     if (!s || !src) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_encode: NULL argument");
     if (!s->encoder_decoder)
@@ -232,13 +277,15 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     for (int32_t r = 0; r < s->p.max_rows; r++)
         s->src_of[r] = r < B ? r : -1;
     qkv__session_sync_headers(s);
-    qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
-    qkv_tensor *memory = qkv_model_encode(ctx, s->m, ids, NULL); /* (B, S, C) */
+    qkv_real *memory = encode_by_layer(s, src, B, S); /* (B, S, C) */
     if (memory && !s->p.use_cache)
-        memcpy(s->memory, memory->data, sizeof(qkv_real) * (size_t)(B * S * s->C));
-    for (int32_t i = 0; memory && s->p.use_cache && i < s->n_layers; i++)
-        qkv_mha_cache_memory(ctx, &s->m->decoder_layers[i].cross_attn, memory, s->caches[i].cross_k,
-                             s->caches[i].cross_v);
+        memcpy(s->memory, memory, sizeof(qkv_real) * (size_t)(B * S * s->C));
+    for (int32_t i = 0; memory && s->p.use_cache && i < s->n_layers; i++) {
+        qkv_ctx_reset(ctx);
+        qkv_mha_cache_memory(ctx, &s->m->decoder_layers[i].cross_attn,
+                             buffer_tensor(memory, B, S, s->C, &(qkv_tensor){0}),
+                             s->caches[i].cross_k, s->caches[i].cross_v);
+    }
     qkv_status st = qkv_ctx_status(ctx);
     if (st) {
         s->n = 0;

@@ -63,8 +63,9 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
     const int64_t S = p->S, D = p->D, sj = p->kv_sj;
     const qkv_real scale = (qkv_real)p->scale;
     const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
-    const qkv_real *k = p->k + n * p->kv_sn + h * p->kv_sh;
-    const qkv_real *v = p->v + n * p->kv_sn + h * p->kv_sh;
+    const int64_t kn = p->kv_rows ? p->kv_rows[n] : n;
+    const qkv_real *k = p->k + kn * p->kv_sn + h * p->kv_sh;
+    const qkv_real *v = p->v + kn * p->kv_sn + h * p->kv_sh;
     const int32_t *pad = p->key_padding ? p->key_padding + n * S : NULL;
     qkv_real *restrict o = p->o + n * p->o_sn + h * D;
     qkv_real mx = (qkv_real)-INFINITY;

@@ -10,7 +10,8 @@
  * allowed key gets o = 0, as qkv_sdpa. The math is qkv_sdpa's forward with T = 1; what differs is
  * only the data movement: qkv_sdpa wants contiguous operands, so every step would copy the
  * narrowed cache and build a transposed copy of K (O(N H S D) each, per layer and step), then
- * merge the heads of o into another tensor.
+ * merge the heads of o into another tensor. With kv_rows, rows share cache rows (the beams of a
+ * sentence attending over its one copy of the projected source).
  *
  * Determinism: (n, h) pairs are independent tasks; each sums its keys and dimensions in a fixed
  * order, so the result does not depend on the thread count.
@@ -27,6 +28,7 @@ typedef struct qkv_attend_cached_problem {
     int64_t q_sn, q_sh;    /* element strides */
     const qkv_real *k, *v; /* k[n][h][j][:] at k + n kv_sn + h kv_sh + j kv_sj, unit stride */
     int64_t kv_sn, kv_sh, kv_sj;
+    const int32_t *kv_rows;     /* NULL, or (N): row n reads k and v of row kv_rows[n] */
     const int32_t *key_padding; /* (N, S) contiguous, nonzero = masked key; or NULL */
     qkv_real *o;                /* o[n][h D + d] at o + n o_sn + h D + d */
     int64_t o_sn;

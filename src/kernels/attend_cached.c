@@ -13,6 +13,7 @@
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
  */
 #include "attend_cached.h"
+#include "rowreduce.h"
 
 #include <math.h>
 
@@ -21,14 +22,6 @@
 #endif
 
 #define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
-
-static inline qkv_real rexp(qkv_real x) {
-#ifdef QKV_DOUBLE
-    return exp(x);
-#else
-    return expf(x);
-#endif
-}
 
 /* q . k over D elements in the fixed order above. */
 static inline qkv_real dot(const qkv_real *restrict q, const qkv_real *restrict k, int64_t D) {
@@ -84,7 +77,7 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
     }
     qkv_real l = 0;
     for (int64_t j = 0; j < S; j++) {
-        s[j] = s[j] == (qkv_real)-INFINITY ? 0 : rexp(s[j] - mx);
+        s[j] = s[j] == (qkv_real)-INFINITY ? 0 : qkv__exp_r(s[j] - mx);
         l += s[j];
     }
     const qkv_real inv = 1 / l;

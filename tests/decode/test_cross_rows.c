@@ -17,12 +17,9 @@ TEST(mha_step_shared_cross_rows_equal_per_row_copies) {
     enum { C = 16, H = 2, D = C / H, S = 5, R = 2, N = 4 };
     const int32_t map[N] = {1, 0, 0, 1};
     qkv_mha_config cfg = qkv_mha_default_config(C, H);
-    qkv_params *p = NULL;
+    qkv_params *p;
     qkv_mha m;
-    CHECK_OK(qkv_params_new(&p));
-    CHECK_OK(qkv_mha_init(&m, &cfg, p, "attn."));
-    CHECK_OK(qkv_params_finalize(p));
-    qkv_mha_reset_parameters(&m, 3);
+    dt_mha(&m, &p, &cfg, "attn.", 3);
     qkv_tensor *mem = tu_rand(3, (int64_t[]){R, S, C}, -1, 1, 4); /* one row per source */
     qkv_tensor *x = tu_rand(3, (int64_t[]){N, 1, C}, -1, 1, 5);
     qkv_tensor *ck = tu_tensor(QKV_REAL, 4, (int64_t[]){R, H, S, D}),

@@ -4,7 +4,7 @@
  * PyTorch's nn.Transformer and its translation tutorial do).
  *
  *   bench_decode [--config S|B] [--threads N] [--batch B] [--len T] [--reps R] [--beam K]
- *                [--no-uncached] [--json]
+ *                [--no-uncached] [--search greedy|beam|both] [--json]
  *
  * Model: configuration S (default) or B of bench_common.h (the anchors' ../shared/anchors/
  * RESULTS.md), random weights (seeded); random source ids of the configuration's source length,
@@ -13,20 +13,34 @@
  * no early stop; no length penalty), so
  *   tokens/s = B * T / seconds (one hypothesis per input; beam search runs B * K rows).
  * The time covers the whole qkv_decode call (session creation, encoder, search). Median of R
- * runs after one warm-up. --json prints one JSON line per row instead of the table (what
+ * runs after one warm-up. --search runs one of the two searches only (default both).
+ * --phases times the parts of a cached greedy decode instead (session creation, encoder with the
+ * cross-attention caches, the first step, the other steps, the argmax), median of R runs.
+ * --json prints one JSON line per row instead of the table (what
  * bench/compare.sh reads; bench/torch_bench.py --mode decode prints the same keys).
  */
 #include "bench_common.h"
 
+/* Processor seconds of the whole process (every thread) so far. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Median seconds of reps decodes (after a warm-up) in t[0 .. reps) (sorted), or a negative
- * number on error. */
+ * number on error; *cpu_med: the median processor seconds (all threads) of the same decodes,
+ * which other processes on the machine disturb less than the wall clock. */
 static double time_decode(const qkv_model *m, const int32_t *src, const int32_t *len, int32_t B,
-                          const qkv_decode_params *p, int reps, double *t, int32_t *first_tokens) {
+                          const qkv_decode_params *p, int reps, double *t, int32_t *first_tokens,
+                          double *cpu_med) {
+    double cpu[64]; /* reps <= 64 (main checks) */
     for (int r = -1; r < reps; r++) {
         qkv_hypotheses h;
-        const double t0 = bench_now();
+        const double c0 = cpu_now(), t0 = bench_now();
         const qkv_status st = qkv_decode(m, src, len, B, p, &h);
         const double t1 = bench_now();
+        if (r >= 0) cpu[r] = cpu_now() - c0;
         if (st) {
             fprintf(stderr, "bench_decode: %s\n", qkv_last_error());
             return -1;
@@ -37,24 +51,93 @@ static double time_decode(const qkv_model *m, const int32_t *src, const int32_t 
                 first_tokens[b] = h.hyp[(size_t)b * h.n_best].tokens[0];
         qkv_hypotheses_free(&h);
     }
+    *cpu_med = bench_median(cpu, reps);
     return bench_median(t, reps);
 }
 
+/* The parts of one cached greedy decode through the session API (what dec_greedy does, without
+ * its bookkeeping): session creation, encode, the BOS step, T - 1 single-token steps with an
+ * argmax over the logits between them. Prints the median seconds of each over reps runs. */
+static int time_phases(const qkv_model *m, const int32_t *src, int32_t B, int32_t S, int32_t T,
+                       int reps) {
+    enum { NEW, ENCODE, FIRST, STEPS, ARGMAX, NPH };
+    static const char *names[NPH] = {"session_new", "encode + cross K/V", "first step (BOS)",
+                                     "other steps", "argmax of the logits"};
+    double *t = calloc((size_t)NPH * (size_t)reps, sizeof *t);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)B);
+    const int32_t V = m->cfg.tgt_vocab;
+    if (!t || !tok) return 1;
+    for (int r = -1; r < reps; r++) {
+        double ph[NPH] = {0};
+        qkv_session_params sp = qkv_session_default_params();
+        sp.max_rows = B;
+        sp.max_len = T;
+        sp.max_src_len = S;
+        qkv_session *s = NULL;
+        double t0 = bench_now();
+        qkv_status st = qkv_session_new(m, &sp, &s);
+        double t1 = bench_now();
+        ph[NEW] = t1 - t0;
+        if (!st) st = qkv_session_encode(s, src, B, S);
+        t0 = bench_now();
+        ph[ENCODE] = t0 - t1;
+        for (int32_t b = 0; b < B; b++)
+            tok[b] = 1;
+        for (int32_t i = 0; i < T && !st; i++) {
+            qkv_tensor *logits = NULL;
+            t1 = bench_now();
+            st = qkv_session_step(s, tok, 1, &logits);
+            t0 = bench_now();
+            ph[i ? STEPS : FIRST] += t0 - t1;
+            if (st) break;
+            const qkv_real *l = logits->data;
+            for (int32_t b = 0; b < B; b++) {
+                int32_t best = 1;
+                for (int32_t v = 2; v < V; v++)
+                    if (l[(size_t)b * V + v] > l[(size_t)b * V + best]) best = v;
+                tok[b] = best;
+            }
+            ph[ARGMAX] += bench_now() - t0;
+        }
+        qkv_session_free(s);
+        if (st) {
+            fprintf(stderr, "bench_decode: %s\n", qkv_last_error());
+            return 1;
+        }
+        for (int k = 0; r >= 0 && k < NPH; k++)
+            t[k * reps + r] = ph[k];
+    }
+    double total = 0;
+    for (int k = 0; k < NPH; k++)
+        total += bench_median(t + k * reps, reps);
+    printf("| part | seconds | share |\n|---|---|---|\n");
+    for (int k = 0; k < NPH; k++) {
+        const double med = bench_median(t + k * reps, reps);
+        printf("| %s | %.4f | %.1f %% |\n", names[k], med, 100 * med / total);
+    }
+    printf("| sum | %.4f | |\n", total);
+    free(t);
+    free(tok);
+    return 0;
+}
+
 static void print_json(const bench_config *c, const char *search, int32_t K, bool cache, int32_t B,
-                       int32_t S, int32_t T, int reps, const double *t, double med) {
+                       int32_t S, int32_t T, int reps, const double *t, double med,
+                       double cpu_med) {
     printf("{\"impl\": \"qkv\", \"mode\": \"decode\", \"config\": \"%s\", \"threads\": %d, "
            "\"search\": \"%s\", \"beam\": %d, \"cache\": %s, \"batch\": %d, \"src_len\": %d, "
            "\"new_tokens\": %d, \"reps\": %d, \"decode_s_median\": %.6g, \"decode_s_min\": %.6g, "
-           "\"decode_s_max\": %.6g, \"tok_per_s\": %.6g, \"peak_rss_mib\": %.1f}\n",
+           "\"decode_s_max\": %.6g, \"tok_per_s\": %.6g, \"cpu_s_median\": %.6g, \"peak_rss_mib\": %.1f}\n",
            c->name, qkv_get_num_threads(), search, K, cache ? "true" : "false", B, S, T, reps, med,
-           t[0], t[reps - 1], (double)B * T / med, bench_peak_rss_mib());
+           t[0], t[reps - 1], (double)B * T / med, cpu_med, bench_peak_rss_mib());
 }
 
 int main(int argc, char **argv) {
     const bench_config *c = bench_find_config("S");
     int threads = 0, reps = 3;
     int32_t B = 0, T = 0, K = 5;
-    bool uncached = true, json = false;
+    bool uncached = true, json = false, phases = false;
+    int first_search = 0, last_search = 1; /* 0 greedy, 1 beam */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
@@ -72,9 +155,21 @@ int main(int argc, char **argv) {
             uncached = false;
         else if (!strcmp(argv[i], "--json"))
             json = true;
+        else if (!strcmp(argv[i], "--phases"))
+            phases = true;
+        else if (!strcmp(argv[i], "--search") && i + 1 < argc) {
+            const char *w = argv[++i];
+            first_search = !strcmp(w, "beam");
+            last_search = strcmp(w, "greedy") != 0;
+            if (strcmp(w, "greedy") && strcmp(w, "beam") && strcmp(w, "both")) {
+                fprintf(stderr, "bench_decode: --search %s is not greedy, beam or both\n", w);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "usage: bench_decode [--config S|B] [--threads N] [--batch B] "
-                            "[--len T] [--reps R] [--beam K] [--no-uncached] [--json]\n");
+                            "[--len T] [--reps R] [--beam K] [--no-uncached] "
+                            "[--search greedy|beam|both] [--phases] [--json]\n");
             return 2;
         }
     }
@@ -85,8 +180,8 @@ int main(int argc, char **argv) {
     if (!B) B = c->decode_batch;
     if (!T) T = c->decode_len;
     const int32_t S = c->src_len;
-    if (B < 1 || T < 1 || reps < 1 || K < 1) {
-        fprintf(stderr, "bench_decode: batch, len, reps and beam must be >= 1\n");
+    if (B < 1 || T < 1 || reps < 1 || reps > 64 || K < 1) {
+        fprintf(stderr, "bench_decode: batch, len and beam must be >= 1, reps 1 .. 64\n");
         return 2;
     }
     if (threads > 0) qkv_set_num_threads(threads);
@@ -114,10 +209,15 @@ int main(int argc, char **argv) {
                "batch %d, %d new tokens, %d thread(s), median of %d\n\n",
                c->name, c->d_model, c->n_heads, c->d_ff, c->n_enc, c->n_dec, c->tgt_vocab, S, B, T,
                qkv_get_num_threads(), reps);
-        printf("| search | KV cache | decode s | tokens/s | speed-up |\n|---|---|---|---|---|\n");
+        if (!phases)
+            printf("| search | KV cache | decode s | tokens/s | speed-up |\n|---|---|---|---|---|\n");
     }
     int rc = 0;
-    for (int k = 0; k < 2 && !rc; k++) {
+    if (phases) {
+        rc = time_phases(m, src, B, S, T, reps);
+        last_search = -1;
+    }
+    for (int k = first_search; k <= last_search && !rc; k++) {
         qkv_decode_params p = qkv_decode_default_params();
         p.strategy = k ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
         p.beam_size = K;
@@ -128,25 +228,26 @@ int main(int argc, char **argv) {
         char name[32];
         snprintf(name, sizeof name, k ? "beam %d" : "greedy", K);
         const char *search = k ? "beam" : "greedy";
-        const double cached = time_decode(m, src, len, B, &p, reps, t, tok_c);
+        double cpu_c = 0, cpu_u = 0;
+        const double cached = time_decode(m, src, len, B, &p, reps, t, tok_c, &cpu_c);
         if (cached < 0) {
             rc = 1;
             break;
         }
         if (json)
-            print_json(c, search, k ? K : 1, true, B, S, T, reps, t, cached);
+            print_json(c, search, k ? K : 1, true, B, S, T, reps, t, cached, cpu_c);
         else
             printf("| %s | yes | %.3f | %.0f | |\n", name, cached, (double)B * T / cached);
         fflush(stdout);
         if (!uncached) continue;
         p.use_cache = false;
-        const double plain = time_decode(m, src, len, B, &p, reps, t, tok_u);
+        const double plain = time_decode(m, src, len, B, &p, reps, t, tok_u, &cpu_u);
         if (plain < 0) {
             rc = 1;
             break;
         }
         if (json)
-            print_json(c, search, k ? K : 1, false, B, S, T, reps, t, plain);
+            print_json(c, search, k ? K : 1, false, B, S, T, reps, t, plain, cpu_u);
         else
             printf("| %s | no | %.3f | %.0f | cache %.2fx |\n", name, plain, (double)B * T / plain,
                    plain / cached);

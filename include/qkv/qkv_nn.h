@@ -169,6 +169,9 @@ QKV_API qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, 
 typedef struct qkv_layer_cache {
     qkv_tensor *self_k, *self_v;   /* (N, H, L, D): self-attention keys / values by position */
     qkv_tensor *cross_k, *cross_v; /* decoder layers: (N, H, S, D) projected memory */
+    /* NULL, or (N): row n attends over row cross_rows[n] of cross_k / cross_v, which then hold
+     * one row per source (beams of a sentence share their memory instead of copies of it) */
+    const int32_t *cross_rows;
 } qkv_layer_cache;
 /* x (N, T, C) at positions t0 .. t0+T-1 -> (N, T, C), equal to those rows of the layer's forward
  * over the whole sequence with a causal self-attention mask: a decoder layer (self-attention,

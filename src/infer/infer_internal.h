@@ -26,7 +26,8 @@ struct qkv_session {
     bool started;            /* encode / start was called */
     int64_t H, D, C, L;      /* heads, head size, width, positions per row (= p.max_len) */
     qkv_real *self_kv;       /* per layer K then V: (max_rows, H, L, D) each */
-    qkv_real *cross_kv;      /* per layer K then V: (max_rows, H, S, D) each (S <= max_src_len) */
+    qkv_real *cross_kv;      /* per layer K then V: (n_src, H, S, D) each (S <= max_src_len), one
+                              * row per source, read by row r at src_row[r] */
     qkv_tensor *headers;     /* 4 per layer: self K, self V, cross K, cross V */
     qkv_layer_cache *caches; /* per layer, pointing at the headers */
     int32_t *tokens;         /* (max_rows, L) tokens fed per row */
@@ -35,6 +36,8 @@ struct qkv_session {
     qkv_tensor memory_t;     /* header over memory */
     int32_t *src_of;         /* (N) which source row the per-source data at each position holds */
     int32_t *src_next, *move_from, *move_to; /* (N) each: qkv_session_gather's work lists */
+    int32_t *src_row, *src_row_next; /* (N) each: the cross-cache row (source) each row reads */
+    int32_t n_src;                   /* cross-cache rows filled (the encoded batch) */
     unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;
 };
@@ -44,6 +47,11 @@ void qkv__session_sync_headers(qkv_session *s);
 /* The decoder step on tokens (n, T) at position s->t, without argument checks; advances s->t.
  * -> logits (n, T, V) in the session arena, or NULL with the context's status set. */
 qkv_tensor *qkv__session_forward(qkv_session *s, const int32_t *tokens, int32_t T);
+
+/* I32 (n, len) marking pad_id in ids (row stride ld) in ctx's arena, or NULL when no id is
+ * pad_id (step.c). */
+qkv_tensor *dec_padding_of(qkv_ctx *ctx, const int32_t *ids, int64_t n, int64_t len, int64_t ld,
+                           int32_t pad);
 
 /* ---- one decoding job ------------------------------------------------------------------------ */
 

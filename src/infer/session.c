@@ -3,7 +3,8 @@
  *
  * Memory, all allocated once by qkv_session_new for N = max_rows rows of L = max_len positions:
  *   self K, V per decoder layer   (N, H, L, D) each: the KV cache, filled position by position
- *   cross K, V per decoder layer  (N, H, S, D) each: the encoder memory projected once per batch
+ *   cross K, V per decoder layer  (N, H, S, D) each: the encoder memory projected once per batch,
+ *                                 one row per source (the first B rows); row r reads src_row[r]
  *   tokens                        (N, L): what each row was fed (beam search reads its paths)
  *   src                           (N, S): source ids per row (their padding masks cross-attention)
  *   memory                        (N, S, C): uncached mode only, the encoder output
@@ -15,9 +16,11 @@
  * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
  * move in place when the kept rows are increasing (finished rows leaving), otherwise through the
  * scratch buffer, and only the filled positions are copied. The self-attention caches and token
- * histories move with every reorder; what depends on the source alone (cross-attention caches,
- * source ids, memory) is identical for the beams of a sentence, so those rows move only where a
- * position must hold another source's data (src_of tracks which source each position holds).
+ * histories move with every reorder; the cross-attention caches never move (each row reads its
+ * source's row through src_row, so the beams of a sentence share one copy: 1 / K of the memory
+ * traffic of per-row copies); the source ids and the uncached memory, identical for the beams of a
+ * sentence, move only where a position must hold another source's data (src_of tracks which
+ * source each position holds).
  *
  * Dims: N rows, L positions, S source length, C d_model, H heads, D = C / H.
  */
@@ -52,7 +55,7 @@ void qkv__session_sync_headers(qkv_session *s) {
             memset(t, 0, sizeof *t);
             t->dtype = QKV_REAL;
             t->ndim = 4;
-            t->shape[0] = n;
+            t->shape[0] = self ? n : s->n_src;
             t->shape[1] = H;
             t->shape[2] = self ? s->L : S;
             t->shape[3] = D;
@@ -64,7 +67,8 @@ void qkv__session_sync_headers(qkv_session *s) {
                           ((size_t)(2 * i + k - 2)) * (size_t)(N * H * s->p.max_src_len * D);
         }
         s->caches[i] =
-            (qkv_layer_cache){&h[0], &h[1], s->cross_kv ? &h[2] : NULL, s->cross_kv ? &h[3] : NULL};
+            (qkv_layer_cache){&h[0], &h[1], s->cross_kv ? &h[2] : NULL, s->cross_kv ? &h[3] : NULL,
+                              s->cross_kv ? s->src_row : NULL};
     }
     memset(&s->memory_t, 0, sizeof s->memory_t);
     s->memory_t.dtype = QKV_REAL;
@@ -133,7 +137,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->tokens = calloc(N * L, sizeof *s->tokens);
         s->src = calloc(N * (Smax ? Smax : 1), sizeof *s->src);
         s->scratch = malloc(s->scratch_bytes);
-        s->src_of = malloc(sizeof(int32_t) * 4 * N);
+        s->src_of = malloc(sizeof(int32_t) * 6 * N);
         if (!s->self_kv || (p->use_cache && ed && !s->cross_kv) ||
             (!p->use_cache && ed && !s->memory) || !s->headers || !s->caches || !s->tokens ||
             !s->src || !s->scratch || !s->src_of)
@@ -145,8 +149,12 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->src_next = s->src_of + N;
         s->move_from = s->src_of + 2 * N;
         s->move_to = s->src_of + 3 * N;
-        for (size_t r = 0; r < N; r++)
+        s->src_row = s->src_of + 4 * N;
+        s->src_row_next = s->src_of + 5 * N;
+        for (size_t r = 0; r < N; r++) {
             s->src_of[r] = -1;
+            s->src_row[r] = (int32_t)r;
+        }
     }
     if (!st) {
         qkv_ctx_params cp = qkv_ctx_default_params();
@@ -161,6 +169,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
          * copy) on zeroed buffers, so the arena reaches its high-water mark now and single-token
          * steps never grow it */
         s->n = p->max_rows;
+        s->n_src = ed ? p->max_rows : 0;
         s->S = (int32_t)Smax;
         s->started = true;
         qkv__session_sync_headers(s);
@@ -174,6 +183,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         }
         free(zeros);
         s->n = 0;
+        s->n_src = 0;
         s->S = 0;
         s->t = 0;
         s->started = false;
@@ -202,6 +212,51 @@ void qkv_session_free(qkv_session *s) {
     free(s);
 }
 
+/* *t as a contiguous (B, S, C) header over data; returns t. */
+static qkv_tensor *buffer_tensor(qkv_real *data, int64_t B, int64_t S, int64_t C, qkv_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->dtype = QKV_REAL;
+    t->ndim = 3;
+    t->shape[0] = B;
+    t->shape[1] = S;
+    t->shape[2] = C;
+    qkv__set_contiguous_strides(t);
+    t->data = data;
+    return t;
+}
+
+/* The encoder output (B, S, C) of src, in the session's scratch buffer (free until the first
+ * gather), or NULL with the context's status set. The computation of qkv_model_encode (embedding,
+ * the encoder layers under the source padding mask, the final norm), one layer at a time with
+ * the arena reset in between: the arena then holds the activations of one layer instead of the
+ * whole stack (a sixth of it for config B), so each decode touches, and page-faults in, that
+ * much less fresh memory. */
+static qkv_real *encode_by_layer(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
+    qkv_ctx *ctx = s->ctx;
+    const qkv_model *m = s->m;
+    const int64_t C = s->C, n = (int64_t)B * S * C;
+    qkv_real *buf = (qkv_real *)s->scratch; /* N max(L, S_max) C reals >= B S C */
+    qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
+    qkv_tensor *x = qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, 0); /* (B, S, C) */
+    for (int32_t i = 0; i <= m->cfg.n_encoder_layers; i++) {
+        if (!x || ctx->status) return NULL;
+        memcpy(buf, qkv__data(x), sizeof(qkv_real) * (size_t)n); /* x is a new tensor: contiguous */
+        if (i == m->cfg.n_encoder_layers) break;
+        qkv_ctx_reset(ctx);
+        qkv_mask mask = qkv_mask_none();
+        mask.key_padding = dec_padding_of(ctx, src, B, S, S, m->cfg.pad_id);
+        x = qkv_encoder_layer_forward(ctx, &m->encoder_layers[i],
+                                      buffer_tensor(buf, B, S, C, &(qkv_tensor){0}), &mask, NULL);
+    }
+    if (m->enc_norm_w) {
+        qkv_tensor *y = qkv_layernorm(ctx, buffer_tensor(buf, B, S, C, &(qkv_tensor){0}),
+                                      m->enc_norm_w, m->enc_norm_b, m->cfg.layer_norm_eps);
+        if (!y) return NULL;
+        memcpy(buf, qkv__data(y), sizeof(qkv_real) * (size_t)n);
+    }
+    return buf;
+}
+
 qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
     if (!s || !src) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_encode: NULL argument");
     if (!s->encoder_decoder)
@@ -226,22 +281,28 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     qkv_ctx_reset(ctx);
     s->started = false;
     s->n = B;
+    s->n_src = B;
     s->S = S;
     s->t = 0;
     memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
-    for (int32_t r = 0; r < s->p.max_rows; r++)
+    for (int32_t r = 0; r < s->p.max_rows; r++) {
         s->src_of[r] = r < B ? r : -1;
+        s->src_row[r] = r < B ? r : 0;
+    }
     qkv__session_sync_headers(s);
-    qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
-    qkv_tensor *memory = qkv_model_encode(ctx, s->m, ids, NULL); /* (B, S, C) */
+    qkv_real *memory = encode_by_layer(s, src, B, S); /* (B, S, C) */
     if (memory && !s->p.use_cache)
-        memcpy(s->memory, memory->data, sizeof(qkv_real) * (size_t)(B * S * s->C));
-    for (int32_t i = 0; memory && s->p.use_cache && i < s->n_layers; i++)
-        qkv_mha_cache_memory(ctx, &s->m->decoder_layers[i].cross_attn, memory, s->caches[i].cross_k,
-                             s->caches[i].cross_v);
+        memcpy(s->memory, memory, sizeof(qkv_real) * (size_t)(B * S * s->C));
+    for (int32_t i = 0; memory && s->p.use_cache && i < s->n_layers; i++) {
+        qkv_ctx_reset(ctx);
+        qkv_mha_cache_memory(ctx, &s->m->decoder_layers[i].cross_attn,
+                             buffer_tensor(memory, B, S, s->C, &(qkv_tensor){0}),
+                             s->caches[i].cross_k, s->caches[i].cross_v);
+    }
     qkv_status st = qkv_ctx_status(ctx);
     if (st) {
         s->n = 0;
+        s->n_src = 0;
         qkv__session_sync_headers(s);
         return st;
     }
@@ -344,19 +405,16 @@ qkv_status qkv_session_gather(qkv_session *s, const int32_t *rows, int32_t n_row
                 s->move_to[n_move++] = i;
             }
         }
-        for (int32_t l = 0; s->cross_kv && l < s->n_layers; l++)
-            for (int k = 0; k < 2; k++) {
-                row_layout cross = {s->cross_kv + (size_t)(2 * l + k) *
-                                                      (size_t)(N * H * s->p.max_src_len * D),
-                                    1, H * S * D, H * S * D, sizeof(qkv_real)};
-                gather_rows(s, &cross, s->move_from, s->move_to, n_move, in_place);
-            }
         gather_rows(s, &(row_layout){s->src, 1, S, S, sizeof(int32_t)}, s->move_from, s->move_to,
                     n_move, in_place);
         if (s->memory)
             gather_rows(s, &(row_layout){s->memory, 1, S * C, S * C, sizeof(qkv_real)},
                         s->move_from, s->move_to, n_move, in_place);
         memcpy(s->src_of, s->src_next, sizeof(int32_t) * (size_t)n_rows);
+        /* the cross-attention caches stay one row per source: only the map follows */
+        for (int32_t i = 0; i < n_rows; i++)
+            s->src_row_next[i] = s->src_row[rows[i]];
+        memcpy(s->src_row, s->src_row_next, sizeof(int32_t) * (size_t)n_rows);
     }
     s->n = n_rows;
     qkv__session_sync_headers(s);

@@ -24,9 +24,8 @@
  */
 #include "infer_internal.h"
 
-/* I32 (n, len) marking pad_id in ids (row stride ld), or NULL when no id is pad_id. */
-static qkv_tensor *padding_of(qkv_ctx *ctx, const int32_t *ids, int64_t n, int64_t len, int64_t ld,
-                              int32_t pad) {
+qkv_tensor *dec_padding_of(qkv_ctx *ctx, const int32_t *ids, int64_t n, int64_t len, int64_t ld,
+                           int32_t pad) {
     bool any = false;
     for (int64_t r = 0; r < n && !any; r++)
         for (int64_t j = 0; j < len && !any; j++)
@@ -56,8 +55,8 @@ static qkv_tensor *forward_cached(qkv_session *s, qkv_tensor *ids, int64_t t0, i
     const int32_t pad = m->cfg.pad_id;
     const bool ed = s->encoder_decoder;
     qkv_mask self_mask = qkv_mask_none(), cross_mask = qkv_mask_none();
-    self_mask.key_padding = padding_of(ctx, s->tokens, s->n, t0 + T, s->L, pad);
-    if (ed) cross_mask.key_padding = padding_of(ctx, s->src, s->n, s->S, s->S, pad);
+    self_mask.key_padding = dec_padding_of(ctx, s->tokens, s->n, t0 + T, s->L, pad);
+    if (ed) cross_mask.key_padding = dec_padding_of(ctx, s->src, s->n, s->S, s->S, pad);
     qkv_tensor *x =
         ed ? qkv__model_embed(ctx, m, m->tgt_embed, m->tgt_pos, ids, t0)
            : qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, t0); /* (N, T, C) */

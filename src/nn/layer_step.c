@@ -48,8 +48,9 @@ qkv_tensor *qkv_layer_step(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, int6
                                  cache->self_v, t0, true, self_mask, self_weights);
     x = block_out(ctx, l, i++, x, f);
     if (l->decoder) {
-        f = qkv_mha_step(ctx, &l->cross_attn, block_in(ctx, l, i, x), cache->cross_k,
-                         cache->cross_v, t0, false, cross_mask, cross_weights);
+        f = qkv__mha_step_rows(ctx, &l->cross_attn, block_in(ctx, l, i, x), cache->cross_k,
+                               cache->cross_v, cache->cross_rows, t0, false, cross_mask,
+                               cross_weights);
         x = block_out(ctx, l, i++, x, f);
     }
     f = qkv__layer_feed_forward(ctx, l, block_in(ctx, l, i, x));

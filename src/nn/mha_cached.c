@@ -16,10 +16,22 @@
  * re-running O((t0 + T)^2 C) over the prefix. Cross-attention projects the encoder memory once
  * (qkv_mha_cache_memory) and each step only projects its queries.
  *
+ * A single-token step (T = 1, the decoding loop) of the plain scaled-dot softmax attention (with or
+ * without RoPE) with the fast kernels attends over the cache in place (kernels/attend_cached.h):
+ * no copy of the narrowed cache, no transposed K, o written in the merged-heads layout. Other
+ * steps, other variants and the reference kernels take qkv__mha_attend.
+ *
+ * Cross-attention caches may hold one row per source with kv_rows mapping each row to its source
+ * (qkv__mha_step_rows; beam search's hypotheses of a sentence share one projected memory).
+ *
  * Nothing is saved for backward: writing into the cache is not differentiable, so both calls
  * refuse to run when a parameter or input would need a gradient.
  */
 #include "nn_internal.h"
+
+#include "../kernels/attend_cached.h"
+
+#include <math.h>
 
 /* cache must be a real (N, H, len, D) tensor with a contiguous last dim. */
 static bool check_cache(qkv_ctx *ctx, const qkv_mha *m, const char *op, const qkv_tensor *c,
@@ -56,6 +68,48 @@ static void write_rows(const qkv_tensor *src, qkv_tensor *cache, int64_t at) {
  * rotated tensor is contiguous). */
 static qkv_tensor *unit_last_stride(qkv_ctx *ctx, qkv_tensor *t) {
     return t && t->shape[3] > 1 && t->stride[3] != 1 ? qkv_contiguous(ctx, t) : t;
+}
+
+/* The merged attention output (N, 1, C) of a single-token step over the first S cache positions,
+ * attended in place; or NULL (status untouched) when the step does not qualify (see the top). */
+static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_tensor *q,
+                                   const qkv_tensor *cache_k, const qkv_tensor *cache_v,
+                                   const int32_t *kv_rows, int64_t S, const qkv_mask *mk,
+                                   qkv_tensor **weights_out) {
+    const qkv_mha_config *c = &m->cfg;
+    const int64_t N = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
+    const qkv_tensor *kp = mk->key_padding;
+    if (ctx->kernels == QKV_KERNELS_REF || T != 1 || weights_out || !c->use_fused ||
+        c->score != QKV_SCORE_SCALED_DOT || c->norm != QKV_NORM_SOFTMAX ||
+        (c->relpos != QKV_RELPOS_NONE && c->relpos != QKV_RELPOS_ROPE) ||
+        (ctx->training && c->dropout > 0) || (D > 1 && q->stride[3] != 1) ||
+        cache_v->stride[0] != cache_k->stride[0] || cache_v->stride[1] != cache_k->stride[1] ||
+        cache_v->stride[2] != cache_k->stride[2] || mk->causal || mk->window_left >= 0 ||
+        mk->allowed ||
+        (mk->window_right >= 0 && S - 1 > mk->window_right) || /* every key j <= 0 + right */
+        (kp && (kp->dtype != QKV_I32 || kp->ndim != 2 || kp->shape[0] != N || kp->shape[1] != S)))
+        return NULL;
+    if (kp) kp = qkv__contig(ctx, (qkv_tensor *)kp);
+    qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){N, 1, H * D}); /* (N, 1, C) */
+    if (!o || ctx->status) return NULL;
+    const qkv_attend_cached_problem p = {.N = N,
+                                         .H = H,
+                                         .S = S,
+                                         .D = D,
+                                         .scale = 1 / sqrt((double)D),
+                                         .q = qkv__data(q),
+                                         .q_sn = q->stride[0],
+                                         .q_sh = q->stride[1],
+                                         .k = qkv__data(cache_k),
+                                         .v = qkv__data(cache_v),
+                                         .kv_sn = cache_k->stride[0],
+                                         .kv_sh = cache_k->stride[1],
+                                         .kv_sj = cache_k->stride[2],
+                                         .kv_rows = kv_rows,
+                                         .key_padding = kp ? qkv__idata(kp) : NULL,
+                                         .o = qkv__data(o),
+                                         .o_sn = H * D};
+    return qkv__attend_cached(ctx, &p) ? o : NULL;
 }
 
 qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memory,
@@ -98,9 +152,31 @@ qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memo
     return QKV_OK;
 }
 
+/* The rows kv_rows (N) of a cache (R, H, S, D), gathered into a new contiguous (N, H, S, D). */
+static qkv_tensor *gather_cache_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int32_t *kv_rows,
+                                     int64_t N) {
+    const int64_t H = cache->shape[1], S = cache->shape[2], D = cache->shape[3];
+    qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
+    if (!g) return NULL;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t j = 0; j < S; j++)
+                memcpy(qkv__data(g) + ((n * H + h) * S + j) * D,
+                       qkv__data(cache) + kv_rows[n] * cache->stride[0] + h * cache->stride[1] +
+                           j * cache->stride[2],
+                       sizeof(qkv_real) * (size_t)D);
+    return g;
+}
+
 qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
                          qkv_tensor *cache_v, int64_t t0, bool self_attn, const qkv_mask *mask,
                          qkv_tensor **weights_out) {
+    return qkv__mha_step_rows(ctx, m, x, cache_k, cache_v, NULL, t0, self_attn, mask, weights_out);
+}
+
+qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
+                               qkv_tensor *cache_v, const int32_t *kv_rows, int64_t t0,
+                               bool self_attn, const qkv_mask *mask, qkv_tensor **weights_out) {
     if (weights_out) *weights_out = NULL;
     if (!QKV_OP_BEGIN(ctx, "mha_step", x, cache_k, cache_v)) return NULL;
     if (!m || !m->in_proj_weight)
@@ -112,9 +188,18 @@ qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tens
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: x %s is not (N, T >= 1, %lld)",
                         qkv_tensor_shape_str(x, b, sizeof b), (long long)C);
     const int64_t N = x->shape[0], T = x->shape[1];
-    if (!check_cache(ctx, m, "mha_step", cache_k, "cache_k", N) ||
-        !check_cache(ctx, m, "mha_step", cache_v, "cache_v", N))
+    if (kv_rows && self_attn)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                        "mha_step: shared cache rows are for cross-attention only");
+    const int64_t R = kv_rows && cache_k && cache_k->ndim == 4 ? cache_k->shape[0] : N;
+    if (!check_cache(ctx, m, "mha_step", cache_k, "cache_k", R) ||
+        !check_cache(ctx, m, "mha_step", cache_v, "cache_v", R))
         return NULL;
+    for (int64_t n = 0; kv_rows && n < N; n++)
+        if (kv_rows[n] < 0 || kv_rows[n] >= R)
+            return QKV_FAIL(ctx, QKV_ERR_SHAPE,
+                            "mha_step: row %lld reads cache row %d, outside 0 .. %lld",
+                            (long long)n, kv_rows[n], (long long)(R - 1));
     if (cache_k->shape[2] != cache_v->shape[2])
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: cache_k holds %lld positions, cache_v %lld",
                         (long long)cache_k->shape[2], (long long)cache_v->shape[2]);
@@ -154,6 +239,14 @@ qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tens
         if (ctx->status) return NULL;
         write_rows(kv[0], cache_k, t0);
         write_rows(kv[1], cache_v, t0);
+    }
+    qkv_tensor *o = attend_in_place(ctx, m, q, cache_k, cache_v, kv_rows, S, &mk, weights_out);
+    if (o || ctx->status)
+        return o ? qkv_linear(ctx, o, m->out_proj_weight, m->out_proj_bias) : NULL;
+    if (kv_rows) { /* the general path wants one cache row per row */
+        cache_k = gather_cache_rows(ctx, cache_k, kv_rows, N);
+        cache_v = gather_cache_rows(ctx, cache_v, kv_rows, N);
+        if (!cache_k || !cache_v) return NULL;
     }
     qkv_tensor *k = qkv_narrow(ctx, cache_k, 2, 0, S); /* (N, H, S, D) */
     qkv_tensor *v = qkv_narrow(ctx, cache_v, 2, 0, S); /* (N, H, S, D) */

@@ -189,3 +189,12 @@ dt_seq *dt_exhaustive(const qkv_model *m, const int32_t *src, int32_t src_len, i
 bool dt_same_tokens(const int32_t *a, int32_t na, const int32_t *b, int32_t nb) {
     return na == nb && (na == 0 || memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0);
 }
+
+void dt_mha(qkv_mha *m, qkv_params **p, const qkv_mha_config *cfg, const char *prefix,
+            uint64_t seed) {
+    *p = NULL;
+    CHECK_OK(qkv_params_new(p));
+    CHECK_OK(qkv_mha_init(m, cfg, *p, prefix));
+    CHECK_OK(qkv_params_finalize(*p));
+    qkv_mha_reset_parameters(m, seed);
+}

@@ -46,6 +46,11 @@ qkv_model *dt_seq2seq(const dt_variant *v, int32_t tgt_vocab, double sharpen, ui
 qkv_model *dt_lm(const dt_variant *v, int32_t vocab, double sharpen, uint64_t seed);
 
 /* Defaults with the run's kernel set. */
+/* *m initialised from cfg with its parameters in a new *p (free it) under prefix, reset with
+ * seed. */
+void dt_mha(qkv_mha *m, qkv_params **p, const qkv_mha_config *cfg, const char *prefix,
+            uint64_t seed);
+
 qkv_decode_params dt_params(qkv_decode_strategy strategy);
 
 /* Sum of log p(tokens[g] | prefix) under the full forward: encoder-decoder with prefix [BOS] +

@@ -222,12 +222,9 @@ TEST(mha_step_weights_equal_full_forward) {
     const int64_t N = 2, L = 5, C = 8, H = 2, D = 4;
     qkv_mha_config cfg = qkv_mha_default_config((int32_t)C, (int32_t)H);
     cfg.relpos = QKV_RELPOS_ALIBI;
-    qkv_params *p = NULL;
+    qkv_params *p;
     qkv_mha m;
-    CHECK_OK(qkv_params_new(&p));
-    CHECK_OK(qkv_mha_init(&m, &cfg, p, "attn."));
-    CHECK_OK(qkv_params_finalize(p));
-    qkv_mha_reset_parameters(&m, 5);
+    dt_mha(&m, &p, &cfg, "attn.", 5);
     qkv_tensor *x = tu_rand(3, (int64_t[]){N, L, C}, -1, 1, 6);
     qkv_tensor *ck = tu_tensor(QKV_REAL, 4, (int64_t[]){N, H, L, D}),
                *cv = tu_tensor(QKV_REAL, 4, (int64_t[]){N, H, L, D});
@@ -266,12 +263,9 @@ TEST(mha_step_weights_equal_full_forward) {
 TEST(mha_step_rejects_gradients_masks_and_shapes) {
     const int64_t C = 8, H = 2, D = 4;
     qkv_mha_config cfg = qkv_mha_default_config((int32_t)C, (int32_t)H);
-    qkv_params *p = NULL;
+    qkv_params *p;
     qkv_mha m;
-    CHECK_OK(qkv_params_new(&p));
-    CHECK_OK(qkv_mha_init(&m, &cfg, p, ""));
-    CHECK_OK(qkv_params_finalize(p));
-    qkv_mha_reset_parameters(&m, 1);
+    dt_mha(&m, &p, &cfg, "", 1);
     qkv_tensor *x = tu_rand(3, (int64_t[]){2, 1, C}, -1, 1, 1);
     qkv_tensor *x3 = tu_rand(3, (int64_t[]){2, 3, C}, -1, 1, 1);
     qkv_tensor *ck = tu_tensor(QKV_REAL, 4, (int64_t[]){2, H, 4, D}),

@@ -1,0 +1,119 @@
+/*
+ * attend_cached.c: one query per (row, head) against a KV cache read in place (see
+ * attend_cached.h for the math and the layouts).
+ *
+ * Per task (n, h), as the reference kernel (sdpa_ref.c) does per query row: scores
+ * s_j = scale q.k_j into a per-thread buffer with their maximum m; p_j = exp(s_j - m) in place
+ * and l = sum_j p_j; then o = (sum_j p_j v_j) / l, eight dimensions at a time over all keys. A
+ * padded key gets p_j = 0 and is never read. The dot products keep 8 partial sums (lanes d mod 8,
+ * added pairwise at the end): a fixed order the compiler can put in vector registers without
+ * reassociating anything (-O2, no -ffast-math).
+ *
+ * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
+ * CTranslate2's incremental decoders attend the new position over the cache the same way.
+ */
+#include "attend_cached.h"
+#include "rowreduce.h"
+
+#include <math.h>
+
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
+
+#define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
+
+/* q . k over D elements in the fixed order above. */
+static inline qkv_real dot(const qkv_real *restrict q, const qkv_real *restrict k, int64_t D) {
+    qkv_real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8)
+        for (int i = 0; i < 8; i++)
+            acc[i] += q[d + i] * k[d + i];
+    for (int i = 0; d < D; d++, i++)
+        acc[i] += q[d] * k[d];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* o[0 .. 8) = sum_j p_j v_j[0 .. 8) over keys with p_j > 0, in order of j (eight independent
+ * sums: the compiler keeps them in vector registers). */
+static inline void weighted_block(const qkv_real *restrict p, const qkv_real *restrict v, int64_t S,
+                                  int64_t sj, qkv_real inv, qkv_real *restrict o) {
+    qkv_real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = 0; j < S; j++) {
+        if (p[j] == 0) continue; /* padded (never read) or underflowed: adds nothing */
+        const qkv_real pj = p[j], *restrict vj = v + j * sj;
+        for (int i = 0; i < 8; i++)
+            acc[i] += pj * vj[i];
+    }
+    for (int i = 0; i < 8; i++)
+        o[i] = acc[i] * inv;
+}
+
+/* The task of row n, head h; s holds S reals (the scores, then the probabilities). */
+static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
+                       qkv_real *restrict s) {
+    const int64_t S = p->S, D = p->D, sj = p->kv_sj;
+    const qkv_real scale = (qkv_real)p->scale;
+    const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
+    const int64_t kn = p->kv_rows ? p->kv_rows[n] : n;
+    const qkv_real *k = p->k + kn * p->kv_sn + h * p->kv_sh;
+    const qkv_real *v = p->v + kn * p->kv_sn + h * p->kv_sh;
+    const int32_t *pad = p->key_padding ? p->key_padding + n * S : NULL;
+    qkv_real *restrict o = p->o + n * p->o_sn + h * D;
+    qkv_real mx = (qkv_real)-INFINITY;
+    for (int64_t j = 0; j < S; j++) {
+        if (pad && pad[j]) {
+            s[j] = (qkv_real)-INFINITY;
+            continue;
+        }
+        s[j] = scale * dot(q, k + j * sj, D);
+        mx = s[j] > mx ? s[j] : mx;
+    }
+    if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
+        for (int64_t d = 0; d < D; d++)
+            o[d] = 0;
+        return;
+    }
+    qkv_real l = 0;
+    for (int64_t j = 0; j < S; j++) {
+        s[j] = s[j] == (qkv_real)-INFINITY ? 0 : qkv__exp_r(s[j] - mx);
+        l += s[j];
+    }
+    const qkv_real inv = 1 / l;
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8)
+        weighted_block(s, v + d, S, sj, inv, o + d);
+    for (; d < D; d++) { /* the same sums, one dimension at a time */
+        qkv_real acc = 0;
+        for (int64_t j = 0; j < S; j++)
+            if (s[j] != 0) acc += s[j] * v[j * sj + d];
+        o[d] = acc * inv;
+    }
+}
+
+bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
+    const int64_t tasks = p->N * p->H;
+    if (tasks <= 0) return true;
+#ifdef QKV_WITH_OPENMP
+    const bool par = tasks * p->S * p->D * 2 > GRAIN;
+    const int threads = par ? omp_get_max_threads() : 1;
+#else
+    const int threads = 1;
+#endif
+    qkv_real *scratch =
+        qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(p->S ? p->S : 1) * (size_t)threads);
+    if (!scratch) return false;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (par)
+#endif
+    for (int64_t t = 0; t < tasks; t++) {
+#ifdef QKV_WITH_OPENMP
+        qkv_real *s = scratch + (int64_t)omp_get_thread_num() * p->S;
+#else
+        qkv_real *s = scratch;
+#endif
+        attend_one(p, t / p->H, t % p->H, s);
+    }
+    return true;
+}

@@ -1,0 +1,147 @@
+/*
+ * test_attend_cached.c: the single-query attention over a KV cache read in place
+ * (kernels/attend_cached.c), against the closed form computed here in double:
+ *   o[n, h] = sum_j softmax_j(q.k_j / sqrt(D)) v_j   over keys j < S that are not padded,
+ * o = 0 for a row with no allowed key. The operands sit where decoding keeps them (q inside a
+ * (N, 1, 3 C) projection, k and v in (N, H, L, D) buffers of which only S < L positions count)
+ * and every element the kernel must not read (positions >= S, padded keys) is NaN, so reading one
+ * shows. The result is bit-identical for 1 and 2 threads.
+ */
+#include "decode_testutil.h"
+
+#include "core/internal.h"
+#include "kernels/attend_cached.h"
+
+#include <math.h>
+
+/* The closed form for o[n][h][:] into out (D). */
+static void expected(const qkv_attend_cached_problem *p, int64_t n, int64_t h, double *out) {
+    const int64_t S = p->S, D = p->D;
+    const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
+    double mx = -INFINITY, l = 0, s[64];
+    for (int64_t j = 0; j < S; j++) {
+        s[j] = -INFINITY;
+        if (p->key_padding && p->key_padding[n * S + j]) continue;
+        double dot = 0;
+        for (int64_t d = 0; d < D; d++)
+            dot += (double)q[d] * (double)p->k[n * p->kv_sn + h * p->kv_sh + j * p->kv_sj + d];
+        s[j] = dot / sqrt((double)D);
+        if (s[j] > mx) mx = s[j];
+    }
+    for (int64_t d = 0; d < D; d++)
+        out[d] = 0;
+    if (mx == -INFINITY) return;
+    for (int64_t j = 0; j < S; j++) {
+        if (s[j] == -INFINITY) continue;
+        const double e = exp(s[j] - mx);
+        l += e;
+        for (int64_t d = 0; d < D; d++)
+            out[d] += e * (double)p->v[n * p->kv_sn + h * p->kv_sh + j * p->kv_sj + d];
+    }
+    for (int64_t d = 0; d < D; d++)
+        out[d] /= l;
+}
+
+typedef struct {
+    qkv_real *proj, *k, *v, *o;
+    int32_t *pad;
+    qkv_attend_cached_problem p;
+} case_data;
+
+/* Operands of N rows, H heads, head size D, S of L cache positions; padding per row r: none
+ * (r % 3 == 0), keys 1 and S - 2 (r % 3 == 1), every key (r % 3 == 2) when pad_all. */
+static case_data make_case(int64_t N, int64_t H, int64_t D, int64_t L, int64_t S, bool pad_all,
+                           uint64_t seed) {
+    case_data c;
+    const int64_t C = H * D, cache = N * H * L * D;
+    c.proj = malloc(sizeof(qkv_real) * (size_t)(N * 3 * C));
+    c.k = malloc(sizeof(qkv_real) * (size_t)cache);
+    c.v = malloc(sizeof(qkv_real) * (size_t)cache);
+    c.o = malloc(sizeof(qkv_real) * (size_t)(N * C));
+    c.pad = calloc((size_t)(N * S), sizeof(int32_t));
+    tu_fill_uniform(c.proj, N * 3 * C, -2, 2, seed);
+    tu_fill_uniform(c.k, cache, -2, 2, seed + 1);
+    tu_fill_uniform(c.v, cache, -1, 1, seed + 2);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t j = 0; j < S; j++) {
+            const int64_t r = n % 3;
+            c.pad[n * S + j] = (r == 1 && (j == 1 || j == S - 2)) || (r == 2 && pad_all);
+        }
+    for (int64_t n = 0; n < N; n++) /* what must never be read: NaN */
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t j = 0; j < L; j++)
+                if (j >= S || c.pad[n * S + j])
+                    for (int64_t d = 0; d < D; d++) {
+                        c.k[((n * H + h) * L + j) * D + d] = (qkv_real)NAN;
+                        c.v[((n * H + h) * L + j) * D + d] = (qkv_real)NAN;
+                    }
+    c.p = (qkv_attend_cached_problem){.N = N,
+                                      .H = H,
+                                      .S = S,
+                                      .D = D,
+                                      .scale = 1 / sqrt((double)D),
+                                      .q = c.proj + C, /* the k part of (q, k, v) as the query */
+                                      .q_sn = 3 * C,
+                                      .q_sh = D,
+                                      .k = c.k,
+                                      .v = c.v,
+                                      .kv_sn = H * L * D,
+                                      .kv_sh = L * D,
+                                      .kv_sj = D,
+                                      .key_padding = c.pad,
+                                      .o = c.o,
+                                      .o_sn = C};
+    return c;
+}
+
+static void free_case(case_data *c) {
+    free(c->proj);
+    free(c->k);
+    free(c->v);
+    free(c->o);
+    free(c->pad);
+}
+
+TEST(attend_cached_equals_closed_form_and_skips_unread_keys) {
+    const int64_t N = 6, H = 3, D = 13, L = 9, S = 7; /* D: one 8-lane block and a tail */
+    case_data c = make_case(N, H, D, L, S, true, 11);
+    qkv_ctx *ctx = tu_ctx();
+    CHECK(qkv__attend_cached(ctx, &c.p));
+    const double tol = sizeof(qkv_real) == sizeof(float) ? 2e-6 : 1e-13;
+    double want[16];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++) {
+            expected(&c.p, n, h, want);
+            for (int64_t d = 0; d < D; d++) {
+                const qkv_real got = c.o[n * H * D + h * D + d];
+                CHECK_NEAR(got, want[d], tol);
+                if (n % 3 == 2) CHECK(got == 0); /* every key padded */
+            }
+        }
+    qkv_ctx_free(ctx);
+    free_case(&c);
+}
+
+TEST(attend_cached_same_bits_on_one_and_two_threads) {
+    const int64_t N = 16, H = 8, D = 64, L = 40, S = 33; /* above the kernel's parallel grain */
+    case_data c = make_case(N, H, D, L, S, false, 5);
+    const int saved = qkv_get_num_threads();
+    qkv_real *one = malloc(sizeof(qkv_real) * (size_t)(N * H * D));
+    qkv_ctx *ctx = tu_ctx();
+    qkv_set_num_threads(1);
+    CHECK(qkv__attend_cached(ctx, &c.p));
+    memcpy(one, c.o, sizeof(qkv_real) * (size_t)(N * H * D));
+    memset(c.o, 0, sizeof(qkv_real) * (size_t)(N * H * D));
+    qkv_set_num_threads(2);
+    CHECK(qkv__attend_cached(ctx, &c.p));
+    qkv_set_num_threads(saved);
+    CHECK(memcmp(one, c.o, sizeof(qkv_real) * (size_t)(N * H * D)) == 0);
+    double want[64];
+    expected(&c.p, 1, 5, want);
+    for (int64_t d = 0; d < D; d++)
+        CHECK_NEAR(c.o[1 * H * D + 5 * D + d], want[d],
+                   sizeof(qkv_real) == sizeof(float) ? 2e-6 : 1e-13);
+    qkv_ctx_free(ctx);
+    free(one);
+    free_case(&c);
+}

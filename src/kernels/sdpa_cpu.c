@@ -16,6 +16,16 @@
  *   pass 1, one task per query block:  dQ += dS K;
  *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
  *
+ * Dropout (training, FlashAttention's way): with z_ij = keep_ij / (1 - p) and P the undropped
+ * softmax numerators, the forward keeps l (and lse) over the undropped P and accumulates only the
+ * kept weights, o_i = sum_j keep_ij P_ij v_j / ((1 - p) l_i). Backward regenerates keep_ij from
+ * Philox tile by tile (no mask is stored). With A = softmax(S), A' = z A, O = A' V:
+ *   dV = A'^T dO,  dA' = dO V^T = dP,  dA = z dP,
+ *   dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik),  and  sum_k A_ik z_ik dP_ik = dO_i . sum_k A'_ik V_k
+ *   = dO_i . O_i = D_i,
+ * so the undropped backward holds with dP replaced by z dP and P^T by (z P)^T in dV: D_i is still
+ * dO_i . O_i of the (dropped) output.
+ *
  * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
  * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, then Q^T,
  * dO^T in the same place for the backward: O(B H T D), one pass each instead of a transpose per
@@ -186,6 +196,37 @@ static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64
     }
 }
 
+/* The dropout decisions of a tile: keep[(i - i0) ki + (j - j0) kj] = 1 where weight (i, j) of head
+ * bh is kept, 0 where dropped (sdpa.h: the Philox word of its (B, H, T, S) index). A row's keys are
+ * consecutive indices: one call of 16 Philox blocks gives 64 of them. */
+static void keep_tile(const qkv_sdpa_problem *p, int64_t bh, int64_t i0, int64_t ni, int64_t j0,
+                      int64_t nj, qkv_real *keep, int64_t ki, int64_t kj) {
+    enum { G = 4 * QKV_PHILOX_LANES };
+    const uint32_t threshold = sdpa_keep_threshold(p->dropout);
+    uint32_t r[G];
+    for (int64_t x = 0; x < ni; x++) {
+        const uint64_t first = sdpa_weight_index(p, bh, i0 + x, j0);
+        for (int64_t c = 0; c < nj;) {
+            const uint64_t e = first + (uint64_t)c, block = e >> 2;
+            qkv__philox_blocks(p->seed, p->step, p->stream, block,
+                               r); /* elements 4 block .. + 63 */
+            const int64_t off = (int64_t)(e - 4 * block), n = min64(G - off, nj - c);
+            for (int64_t t = 0; t < n; t++)
+                keep[x * ki + (c + t) * kj] = (r[off + t] >> 8) >= threshold ? 1 : 0;
+            c += n;
+        }
+    }
+}
+
+/* x <- z x over the rows x cols of a tile with leading dimension ld (keep as keep_tile wrote it,
+ * same layout): keep ? x / (1 - p) : 0, as qkv_dropout computes it (rs = 1 / (1 - p) rounded). */
+static void drop_tile(const qkv_real *keep, qkv_real rs, int64_t rows, int64_t cols, int64_t ld,
+                      qkv_real *x) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            x[r * ld + c] = keep[r * ld + c] != 0 ? x[r * ld + c] * rs : 0;
+}
+
 static int max_threads(void) {
 #ifdef QKV_WITH_OPENMP
     return omp_get_max_threads();
@@ -208,9 +249,11 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
     const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+    const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
     qkv_real *kt = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * D * tld(S)));
-    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR) */
-    const int64_t per = BR * BC + BR * Dv + 2 * BR;
+    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR), keep (BR, BC) with dropout */
+    const bool drop = p->dropout > 0;
+    const int64_t per = BR * BC + BR * Dv + 2 * BR + (drop ? BR * BC : 0);
     qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
     if (!kt || !scratch) return false;
     transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
@@ -221,7 +264,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 #endif
     for (int64_t task = 0; task < tasks; task++) {
         qkv_real *s = scratch + (int64_t)thread_id() * per, *acc = s + BR * BC;
-        qkv_real *m = acc + BR * Dv, *l = m + BR;
+        qkv_real *m = acc + BR * Dv, *l = m + BR, *keep = l + BR;
         const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
         const int64_t nr = min64(BR, T - i0);
         const qkv_real *qb = q + (bh * T + i0) * D;
@@ -258,6 +301,12 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 }
                 l[r] += sum;
             }
+            if (drop) { /* l keeps the undropped sum; only the kept weights reach acc */
+                keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                for (int64_t r = 0; r < nr; r++)
+                    for (int64_t c = 0; c < nc; c++)
+                        s[r * BC + c] *= keep[r * BC + c];
+            }
             mm_acc(nr, Dv, nc, s, BC, v + (bh * S + j0) * Dv, Dv, acc, Dv); /* acc += P V */
         }
         for (int64_t r = 0; r < nr; r++) {
@@ -270,6 +319,9 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             const qkv_real inv = 1 / l[r];
             for (int64_t d = 0; d < Dv; d++)
                 orow[d] = acc[r * Dv + d] * inv;
+            if (drop)
+                for (int64_t d = 0; d < Dv; d++)
+                    orow[d] *= rs;
             lse[bh * T + i0 + r] = m[r] + (qkv_real)log((double)l[r]);
         }
     }
@@ -315,8 +367,12 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     /* Per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys). */
     qkv_real *Dd = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(2 * rows + 1));
     /* per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
-     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv) */
-    const int64_t per = 2 * BR * BC + max64(BR * D, BC * (D + Dv));
+     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv);
+     * with dropout, keep (BR, BC) after them */
+    const bool drop = p->dropout > 0;
+    const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    const int64_t acc_n = max64(BR * D, BC * (D + Dv));
+    const int64_t per = 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
     qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
     /* Transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place. */
     const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
@@ -343,7 +399,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 #endif
         for (int64_t task = 0; task < tasks; task++) {
             qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
-            qkv_real *dqa = dp + BR * BC;
+            qkv_real *dqa = dp + BR * BC, *keep = dqa + acc_n;
             const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
             const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
             const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
@@ -359,6 +415,10 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 zero(dp, nr * BC);
                 mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
                        BC); /* dP = dO V^T */
+                if (drop) { /* dP <- z dP */
+                    keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                    drop_tile(keep, rs, nr, nc, BC, dp);
+                }
                 dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
                 mm_acc(nr, D, nc, dp, BC, k + (bh * S + j0) * D, D, dqa, D); /* dQ += dS K */
             }
@@ -376,7 +436,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 #endif
         for (int64_t task = 0; task < tasks; task++) {
             qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
-            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D;
+            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D, *keep = dka + acc_n;
             const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
             const int64_t nc = min64(BC, S - j0);
             const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
@@ -391,15 +451,20 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                        BR); /* S^T = K Q^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
                 probs(L + row0, nr, nc, s, 1, BR);
-                if (dv) /* dV += P^T dO */
-                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+                if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
                 if (dk) {
                     zero(dp, nc * BR);
                     mm_acc(nc, nr, Dv, vb, Dv, dot + bh * Dv * tld(T) + i0, tld(T), dp,
-                           BR); /* dP^T */
+                           BR);                                    /* dP^T */
+                    if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
                     dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
-                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D); /* dK += dS^T Q */
                 }
+                if (dv) { /* dV += (z P)^T dO */
+                    if (drop) drop_tile(keep, rs, nc, nr, BR, s);
+                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+                }
+                if (dk) /* dK += dS^T Q */
+                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D);
             }
             for (int64_t x = 0; dk && x < nc * D; x++)
                 dk[(bh * S + j0) * D + x] += dka[x];

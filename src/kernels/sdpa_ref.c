@@ -7,6 +7,10 @@
  * Backward, per row i (the row's softmax is recomputed from q and k, not read from lse):
  *   dp_j = dO_i.v_j,  D_i = sum_j p_j dp_j,  ds_j = p_j (dp_j - D_i),
  *   dq_i += scale sum_j ds_j k_j,  dk_j += scale ds_j q_i,  dv_j += p_j dO_i.
+ * With dropout, the chain rule through the composed ops (softmax, then dropout z_j = keep_j /
+ * (1 - p), then the product with v), keep_j from the scalar qkv_rng_uniform as in the reference
+ * dropout kernel:  o_i = sum_j z_j p_j v_j;  da_j = z_j dO_i.v_j,  D_i = sum_j p_j da_j,
+ * ds_j = p_j (da_j - D_i),  dv_j += z_j p_j dO_i.
  */
 #include "sdpa.h"
 
@@ -39,12 +43,24 @@ static double row_softmax(int64_t S, double mx, double *s) {
     return sum;
 }
 
+/* z_j of row (bh, i) into z[0:S]: 1 / (1 - p) where the weight is kept, 0 where dropped; all 1
+ * without dropout. */
+static void row_dropout(const qkv_sdpa_problem *p, int64_t bh, int64_t i, double *z) {
+    const double rs = (double)(qkv_real)(1.0 / (1.0 - p->dropout));
+    for (int64_t j = 0; j < p->S; j++)
+        z[j] = p->dropout == 0 ? 1.0
+               : qkv_rng_uniform(p->seed, p->step, p->stream, sdpa_weight_index(p, bh, i, j)) >=
+                       (float)p->dropout
+                   ? rs
+                   : 0.0;
+}
+
 static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(S + Dv));
+    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(2 * S + Dv));
     if (!s) return false;
-    double *acc = s + S;
+    double *z = s + S, *acc = z + S;
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
             const int64_t bh = b * p->H + h;
@@ -60,11 +76,12 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                     continue;
                 }
                 const double sum = row_softmax(S, mx, s);
+                row_dropout(p, bh, i, z);
                 for (int64_t d = 0; d < Dv; d++)
                     acc[d] = 0;
                 for (int64_t j = 0; j < S; j++)
                     for (int64_t d = 0; d < Dv; d++)
-                        acc[d] += s[j] * (double)vbh[j * Dv + d];
+                        acc[d] += z[j] * s[j] * (double)vbh[j * Dv + d];
                 for (int64_t d = 0; d < Dv; d++)
                     oi[d] = (qkv_real)acc[d];
                 lse[bh * T + i] = (qkv_real)(mx + log(sum));
@@ -78,10 +95,11 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 qkv_real *dq, qkv_real *dk, qkv_real *dv) {
     (void)o, (void)lse; /* the oracle recomputes the softmax itself */
     const int64_t T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    /* s (S), dp (S), dq_i (D), and the (S, D) / (S, Dv) key gradients of one (b, h) in double */
-    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(2 * S + D + S * D + S * Dv));
+    /* s (S), dp (S), z (S), dq_i (D), and the (S, D) / (S, Dv) key gradients of one (b, h) in
+     * double */
+    double *s = qkv__scratch(ctx, sizeof(double) * (size_t)(3 * S + D + S * D + S * Dv));
     if (!s) return false;
-    double *dp = s + S, *dqi = dp + S, *dkbh = dqi + D, *dvbh = dkbh + S * D;
+    double *dp = s + S, *z = dp + S, *dqi = z + S, *dkbh = dqi + D, *dvbh = dkbh + S * D;
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t h = 0; h < p->H; h++) {
             const int64_t bh = b * p->H + h;
@@ -95,13 +113,14 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 const double mx = row_scores(p, b, h, i, qi, kbh, s);
                 if (mx == -INFINITY) continue; /* no allowed key: no gradient flows */
                 row_softmax(S, mx, s);
+                row_dropout(p, bh, i, z);
                 double Di = 0;
                 for (int64_t j = 0; j < S; j++) {
                     double t = 0;
                     for (int64_t d = 0; d < Dv; d++)
                         t += (double)doi[d] * (double)vbh[j * Dv + d];
-                    dp[j] = t;
-                    Di += s[j] * t;
+                    dp[j] = z[j] * t; /* the gradient of the softmax weight */
+                    Di += s[j] * dp[j];
                 }
                 for (int64_t d = 0; d < D; d++)
                     dqi[d] = 0;
@@ -113,7 +132,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                         dkbh[j * D + d] += ds * (double)qi[d];
                     }
                     for (int64_t d = 0; d < Dv; d++)
-                        dvbh[j * Dv + d] += s[j] * (double)doi[d];
+                        dvbh[j * Dv + d] += z[j] * s[j] * (double)doi[d];
                 }
                 if (dq)
                     for (int64_t d = 0; d < D; d++)

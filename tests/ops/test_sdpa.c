@@ -4,7 +4,8 @@
  * Closed forms (identical keys average the allowed values, one key returns its value, ALiBi and
  * hand-computed weights), the fast tiled kernel against the reference kernel forward and backward
  * over odd shapes x every mask kind x ALiBi, bit-identity across thread counts, fully masked rows,
- * finite-difference gradients, strided inputs, bad arguments, and O(T) memory.
+ * finite-difference gradients, strided inputs, bad arguments, and O(T) memory; attention dropout
+ * (qkv_sdpa_dropout) fast against reference, across thread counts and by finite differences.
  */
 #include "testutil.h"
 
@@ -62,6 +63,7 @@ typedef struct {
     const qkv_mask *mask;
     const qkv_real *alibi;
     uint64_t seed;
+    double dropout; /* > 0: qkv_sdpa_dropout in training mode */
 } sdpa_case;
 
 typedef struct {
@@ -101,7 +103,8 @@ static bool run_case(const sdpa_case *c, qkv_kernels kernels, int threads, sdpa_
     qkv_tensor_requires_grad(q);
     qkv_tensor_requires_grad(k);
     qkv_tensor_requires_grad(v);
-    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, c->scale, c->mask, c->alibi);
+    qkv_ctx_set_training(ctx, c->dropout > 0);
+    qkv_tensor *o = qkv_sdpa_dropout(ctx, q, k, v, c->scale, c->mask, c->alibi, c->dropout);
     bool ok = o && qkv_backward_from(ctx, o, dy) == QKV_OK;
     if (ok) {
         r->no = qkv_tensor_numel(o), r->nq = qkv_tensor_numel(q);
@@ -338,7 +341,8 @@ TEST(sdpa_fast_matches_reference_and_is_thread_count_independent) {
                                1 / sqrt((double)g[4]),
                                kind ? &m : NULL,
                                alibi ? slopes : NULL,
-                               100 + s};
+                               100 + s,
+                               0};
                 sdpa_result ref = {0}, f1 = {0}, f2 = {0};
                 if (run_case(&c, QKV_KERNELS_REF, 1, &ref) &&
                     run_case(&c, QKV_KERNELS_FAST, 1, &f1) &&
@@ -367,6 +371,57 @@ TEST(sdpa_fast_matches_reference_and_is_thread_count_independent) {
             }
 }
 
+/* Dropout inside the kernel: the tiled kernel against the reference (which draws each decision
+ * with the scalar qkv_rng_uniform, as the reference dropout kernel does) forward and backward,
+ * bit-identical at 1 and 2 threads, on shapes whose rows start at unaligned Philox words
+ * (S odd) and span several tiles; and the dropout does change the output. */
+TEST(sdpa_dropout_fast_matches_reference_and_is_thread_count_independent) {
+    const double tol = sizeof(qkv_real) == 4 ? 1e-5 / (1 - 0.4) : 1e-12;
+    const int masks[] = {0, 1, 4, 7, 9};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t mk = 0; mk < sizeof masks / sizeof *masks; mk++) {
+            const int64_t *g = shapes[s];
+            const int kind = masks[mk];
+            qkv_mask m;
+            qkv_tensor *pad, *allowed;
+            const char *name = make_mask(kind, g[0], g[2], g[3], &m, &pad, &allowed);
+            sdpa_case c = {
+                g[0], g[1],    g[2], g[3], g[4], g[5], 1 / sqrt((double)g[4]), kind ? &m : NULL,
+                NULL, 200 + s, 0.4};
+            sdpa_result ref = {0}, f1 = {0}, f2 = {0}, nodrop = {0};
+            sdpa_case c0 = c;
+            c0.dropout = 0;
+            if (run_case(&c, QKV_KERNELS_REF, 1, &ref) && run_case(&c, QKV_KERNELS_FAST, 1, &f1) &&
+                run_case(&c, QKV_KERNELS_FAST, 2, &f2) &&
+                run_case(&c0, QKV_KERNELS_FAST, 1, &nodrop)) {
+                const qkv_real *fa[4] = {f1.o, f1.dq, f1.dk, f1.dv},
+                               *fb[4] = {f2.o, f2.dq, f2.dk, f2.dv};
+                const qkv_real *ra[4] = {ref.o, ref.dq, ref.dk, ref.dv};
+                const int64_t n[4] = {ref.no, ref.nq, ref.nk, ref.nv};
+                const char *what[4] = {"o", "dq", "dk", "dv"};
+                for (int t = 0; t < 4; t++) {
+                    const double d = tu_max_rel_diff(fa[t], ra[t], n[t]);
+                    CHECK_MSG(all_finite(fa[t], n[t]) && d <= tol,
+                              "dropout, shape %zu, mask %s: fast %s differs from ref by %g", s,
+                              name, what[t], d);
+                    CHECK_MSG(memcmp(fa[t], fb[t], sizeof(qkv_real) * (size_t)n[t]) == 0,
+                              "dropout, shape %zu, mask %s: %s differs between 1 and 2 threads", s,
+                              name, what[t]);
+                }
+                /* with 2 or more allowed keys in some row (some output is nonzero; S > 1), dropping
+                 * 40 % changes some output */
+                bool any = false;
+                for (int64_t x = 0; x < nodrop.no; x++)
+                    any = any || nodrop.o[x] != 0;
+                if (g[3] > 1 && kind != 9 && any)
+                    CHECK_MSG(tu_max_rel_diff(f1.o, nodrop.o, f1.no) > 0.01,
+                              "dropout, shape %zu, mask %s: output unchanged by dropout", s, name);
+            }
+            result_free(&ref), result_free(&f1), result_free(&f2), result_free(&nodrop);
+            tu_free(pad), tu_free(allowed);
+        }
+}
+
 TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
     /* Batch entry 1 pads every key; row 3 of the (T, S) graph is empty: those rows give o = 0,
      * no gradient to q, and nothing to the keys of batch 1; nothing is NaN. */
@@ -382,7 +437,7 @@ TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
     m.allowed = allowed;
     const qkv_real slopes[2] = {(qkv_real)0.5, (qkv_real)0.25};
     for (int kern = 0; kern < 2; kern++) {
-        sdpa_case c = {B, H, T, S, D, Dv, 0.4, &m, slopes, 21};
+        sdpa_case c = {B, H, T, S, D, Dv, 0.4, &m, slopes, 21, 0};
         sdpa_result r = {0};
         if (run_case(&c, (qkv_kernels)kern, 0, &r)) {
             CHECK(all_finite(r.o, r.no) && all_finite(r.dq, r.nq) && all_finite(r.dk, r.nk) &&
@@ -515,12 +570,13 @@ typedef struct {
     const qkv_mask *mask;
     const qkv_real *alibi;
     bool permuted_q; /* in[0] is (B, T, H, D): hand sdpa a permuted view */
+    double dropout;  /* attention dropout (gradcheck in training mode) */
 } grad_user;
 
 static qkv_tensor *sdpa_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
     const grad_user *u = user;
     qkv_tensor *q = u->permuted_q ? qkv_permute(ctx, in[0], (const int[]){0, 2, 1, 3}) : in[0];
-    return qkv_sdpa(ctx, q, in[1], in[2], u->scale, u->mask, u->alibi);
+    return qkv_sdpa_dropout(ctx, q, in[1], in[2], u->scale, u->mask, u->alibi, u->dropout);
 }
 
 static void gradcheck_case(const char *what, const int64_t g[6], const grad_user *u) {
@@ -534,7 +590,9 @@ static void gradcheck_case(const char *what, const int64_t g[6], const grad_user
     for (int kern = 0; kern < 2;
          kern++) { /* both kernel sets: tu_gradcheck uses qkv_test_kernels */
         qkv_test_kernels = (qkv_kernels)kern;
-        tu_gradcheck(what, sdpa_fn, in, 3, (void *)u, NULL);
+        tu_gradcheck_opts o = tu_gradcheck_default();
+        o.training = u->dropout > 0; /* the same mask at every evaluation: one seed, step, stream */
+        tu_gradcheck(what, sdpa_fn, in, 3, (void *)u, &o);
     }
     qkv_test_kernels = saved;
     for (int x = 0; x < 3; x++)
@@ -545,19 +603,21 @@ TEST(sdpa_gradcheck_masks_and_alibi) {
     TU_NEED_DOUBLE();
     const qkv_real slopes[2] = {0.5, 0.125};
     qkv_mask m = mask_all();
-    gradcheck_case("no mask", (int64_t[]){2, 2, 3, 4, 3, 2}, &(grad_user){0.7, NULL, NULL, false});
+    gradcheck_case("no mask", (int64_t[]){2, 2, 3, 4, 3, 2},
+                   &(grad_user){0.7, NULL, NULL, false, 0});
     gradcheck_case("T = S = D = 1", (int64_t[]){1, 1, 1, 1, 1, 1},
-                   &(grad_user){1.3, NULL, slopes, false});
-    gradcheck_case("alibi", (int64_t[]){1, 2, 5, 3, 2, 3}, &(grad_user){0.5, NULL, slopes, false});
+                   &(grad_user){1.3, NULL, slopes, false, 0});
+    gradcheck_case("alibi", (int64_t[]){1, 2, 5, 3, 2, 3},
+                   &(grad_user){0.5, NULL, slopes, false, 0});
     m.causal = true;
     m.window_left = 2;
     gradcheck_case("causal + window + alibi", (int64_t[]){1, 2, 6, 7, 3, 1},
-                   &(grad_user){0.6, &m, slopes, false});
+                   &(grad_user){0.6, &m, slopes, false, 0});
     m = mask_all();
     m.window_left = 1;
     m.window_right = 1;
     gradcheck_case("window 1/1, T > S", (int64_t[]){1, 1, 7, 4, 2, 2},
-                   &(grad_user){0.9, &m, NULL, false});
+                   &(grad_user){0.9, &m, NULL, false, 0});
     /* key padding (batch 1 fully padded) and a (B, T, S) graph with an empty row */
     qkv_tensor *pad = tu_tensor(QKV_I32, 2, (int64_t[]){2, 5});
     qkv_tensor *allowed = tu_ids(3, (int64_t[]){2, 4, 5}, 0, 2, 5);
@@ -571,9 +631,9 @@ TEST(sdpa_gradcheck_masks_and_alibi) {
     m.key_padding = pad;
     m.allowed = allowed;
     gradcheck_case("padding + allowed, masked rows", (int64_t[]){2, 2, 4, 5, 3, 2},
-                   &(grad_user){0.8, &m, slopes, false});
+                   &(grad_user){0.8, &m, slopes, false, 0});
     gradcheck_case("permuted q view", (int64_t[]){2, 2, 4, 5, 3, 2},
-                   &(grad_user){0.8, &m, NULL, true});
+                   &(grad_user){0.8, &m, NULL, true, 0});
     tu_free(pad), tu_free(allowed);
 }
 
@@ -586,7 +646,25 @@ TEST(sdpa_gradcheck_across_tiles) {
     qkv_mask m = mask_all();
     m.causal = true;
     m.window_left = 70;
-    gradcheck_case("tiles", (int64_t[]){1, 1, 67, 131, 1, 1}, &(grad_user){0.5, &m, slopes, false});
+    gradcheck_case("tiles", (int64_t[]){1, 1, 67, 131, 1, 1},
+                   &(grad_user){0.5, &m, slopes, false, 0});
+}
+
+TEST(sdpa_gradcheck_with_dropout) {
+    TU_NEED_DOUBLE();
+    /* p = 0.5 drops about half of the weights: the finite differences see the dropped chain */
+    const qkv_real slopes[2] = {0.5, 0.125};
+    qkv_mask m = mask_all();
+    gradcheck_case("dropout", (int64_t[]){2, 2, 4, 5, 3, 2},
+                   &(grad_user){0.7, NULL, NULL, false, 0.5});
+    m.causal = true;
+    gradcheck_case("dropout + causal + alibi", (int64_t[]){1, 2, 6, 7, 3, 2},
+                   &(grad_user){0.6, &m, slopes, false, 0.3});
+    m = mask_all();
+    m.causal = true;
+    m.window_left = 70;
+    gradcheck_case("dropout across tiles", (int64_t[]){1, 1, 67, 131, 1, 1},
+                   &(grad_user){0.5, &m, slopes, false, 0.2});
 }
 
 TEST(sdpa_strided_views_match_contiguous_inputs) {
@@ -668,6 +746,13 @@ TEST(sdpa_rejects_bad_arguments) {
     m.allowed = al_bad3;
     expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "(3, 4, 6)");
     expect_error(q, NULL, v, 1, NULL, NULL, QKV_ERR_INVALID_ARG, "NULL");
+    const double bad_p[3] = {1.0, -0.1, NAN};
+    for (int x = 0; x < 3; x++) { /* rejected in evaluation mode too, as qkv_dropout does */
+        qkv_ctx *ctx = tu_ctx();
+        TU_EXPECT_FAIL(ctx, qkv_sdpa_dropout(ctx, q, k, v, 1, NULL, NULL, bad_p[x]),
+                       QKV_ERR_INVALID_ARG, "sdpa", "dropout_p");
+        qkv_ctx_free(ctx);
+    }
     tu_free(q), tu_free(k), tu_free(v), tu_free(k_badD), tu_free(v_badS), tu_free(k_badH),
         tu_free(q3);
     tu_free(qi), tu_free(pad_bad), tu_free(pad_f), tu_free(al_bad), tu_free(al_bad3);

@@ -80,6 +80,13 @@ typedef struct qkv_sdpa_kernels {
                 qkv_real *dq, qkv_real *dk, qkv_real *dv);
 } qkv_sdpa_kernels;
 
+/* The tiled kernel's tile product (kernels/sdpa_cpu.c), for the tests: c[r][0:n] +=
+ * sum_{x < kk} a[r][x] b[x][0:n] for r < m (row-major, leading dimensions lda, ldb, ldc), each
+ * element summed in x order with separate multiplies and adds, in whichever clone the CPU
+ * selects (AVX-512, AVX2 or the x86-64 baseline): the bits of the plain triple loop. */
+void qkv__sdpa_mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *a, int64_t lda,
+                      const qkv_real *b, int64_t ldb, qkv_real *c, int64_t ldc);
+
 extern const qkv_sdpa_kernels qkv_sdpa_ref;
 extern const qkv_sdpa_kernels qkv_sdpa_cpu;
 

@@ -9,6 +9,8 @@
  */
 #include "testutil.h"
 
+#include "kernels/sdpa.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define SDPA_SANITIZED 1
 #elif defined(__has_feature)
@@ -420,6 +422,41 @@ TEST(sdpa_dropout_fast_matches_reference_and_is_thread_count_independent) {
             result_free(&ref), result_free(&f1), result_free(&f2), result_free(&nodrop);
             tu_free(pad), tu_free(allowed);
         }
+}
+
+/* The tile product of the tiled kernel, in whichever clone this CPU selects (AVX-512, AVX2 or the
+ * baseline), gives the bits of the plain triple loop below (compiled for the x86-64 baseline, one
+ * multiply and one add per term in x order, as every clone does): the clones cannot disagree
+ * with the baseline. Ragged shapes cover the 2 x 32 register tiles, the one-row tail and the
+ * 4- and 1-column tails; the leading dimensions exceed the widths. */
+TEST(sdpa_tile_product_has_the_bits_of_the_plain_loop) {
+    const int64_t ms[] = {1, 2, 3, 64, 65}, ns[] = {1, 3, 4, 31, 32, 33, 64, 70}, ks[] = {1, 7, 64};
+    const int64_t lda = 71, ldb = 75, ldc = 77;
+    qkv_real *a = malloc(sizeof(qkv_real) * 65 * lda), *b = malloc(sizeof(qkv_real) * 64 * ldb);
+    qkv_real *c = malloc(sizeof(qkv_real) * 65 * ldc), *want = malloc(sizeof(qkv_real) * 65 * ldc);
+    tu_fill_uniform(a, 65 * lda, -1, 1, 41);
+    tu_fill_uniform(b, 64 * ldb, -1, 1, 42);
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+            for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ik++) {
+                const int64_t m = ms[im], n = ns[in], kk = ks[ik];
+                tu_fill_uniform(c, 65 * ldc, -1, 1, 43 + (uint64_t)(m * n * kk));
+                memcpy(want, c, sizeof(qkv_real) * 65 * ldc);
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t j = 0; j < n; j++) {
+                        qkv_real t = want[r * ldc + j];
+                        for (int64_t x = 0; x < kk; x++) {
+                            const qkv_real prod = a[r * lda + x] * b[x * ldb + j];
+                            t = t + prod;
+                        }
+                        want[r * ldc + j] = t;
+                    }
+                qkv__sdpa_mm_acc(m, n, kk, a, lda, b, ldb, c, ldc);
+                CHECK_MSG(memcmp(c, want, sizeof(qkv_real) * 65 * ldc) == 0,
+                          "m %lld n %lld k %lld: tile product differs from the plain loop",
+                          (long long)m, (long long)n, (long long)kk);
+            }
+    free(a), free(b), free(c), free(want);
 }
 
 TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {

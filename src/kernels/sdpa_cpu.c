@@ -29,8 +29,10 @@
  * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
  * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, then Q^T,
  * dO^T in the same place for the backward: O(B H T D), one pass each instead of a transpose per
- * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it comes
- * from the arena before the parallel regions.
+ * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it is one
+ * buffer taken before the parallel regions and handed back after them (qkv__grad_scratch), so the
+ * next attention call of the same size reuses it: a model's attention layers share one buffer
+ * instead of each leaving its scratch in the step arena.
  *
  * Every tile product goes through mm_acc, a micro-kernel blocked over 2 rows x 32 columns of
  * registers that vectorises along the columns, compiled for AVX-512, AVX2 and the baseline with
@@ -281,12 +283,14 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
     const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
     const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
-    qkv_real *kt = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * D * tld(S)));
-    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR), keep (BR, BC) with dropout */
+    /* K^T (B, H, D, tld(S)), then per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR), and
+     * keep (BR, BC) with dropout. Released at the end for the next call of the same size. */
     const bool drop = p->dropout > 0;
-    const int64_t per = BR * BC + BR * Dv + 2 * BR + (drop ? BR * BC : 0);
-    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
-    if (!kt || !scratch) return false;
+    const int64_t per = BR * BC + BR * Dv + 2 * BR + (drop ? BR * BC : 0), nkt = B * H * D * tld(S);
+    const size_t bytes = sizeof(qkv_real) * (size_t)(nkt + per * max_threads());
+    qkv_real *kt = qkv__grad_scratch(ctx, bytes);
+    if (!kt) return false;
+    qkv_real *scratch = kt + nkt;
     transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
@@ -356,6 +360,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             lse[bh * T + i0 + r] = m[r] + (qkv_real)log((double)l[r]);
         }
     }
+    qkv__grad_scratch_release(ctx, kt, bytes);
     return true;
 }
 
@@ -395,21 +400,22 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     const qkv_real scale = (qkv_real)p->scale;
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
-    /* Per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys). */
-    qkv_real *Dd = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(2 * rows + 1));
-    /* per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
+    /* One buffer, released at the end for the next call of the same size:
+     * per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys);
+     * transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place;
+     * per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
      *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv);
-     * with dropout, keep (BR, BC) after them */
+     * with dropout, keep (BR, BC) after them. */
     const bool drop = p->dropout > 0;
     const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
     const int64_t acc_n = max64(BR * D, BC * (D + Dv));
     const int64_t per = 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
-    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
-    /* Transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place. */
     const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
-    qkv_real *lay = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * max64(lay1, lay2)));
-    if (!Dd || !scratch || !lay) return false;
-    qkv_real *L = Dd + rows;
+    const int64_t nlay = B * H * max64(lay1, lay2);
+    const size_t bytes = sizeof(qkv_real) * (size_t)(2 * rows + 1 + nlay + per * max_threads());
+    qkv_real *Dd = qkv__grad_scratch(ctx, bytes);
+    if (!Dd) return false;
+    qkv_real *L = Dd + rows, *lay = Dd + 2 * rows + 1, *scratch = lay + nlay;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (rows * Dv > GRAIN)
 #endif
@@ -503,6 +509,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 dv[(bh * S + j0) * Dv + x] += dva[x];
         }
     }
+    qkv__grad_scratch_release(ctx, Dd, bytes);
     return true;
 }
 

@@ -23,9 +23,13 @@
 
 #include <math.h>
 
-/* One attention problem: geometry, scale, ALiBi slopes and the mask, all contiguous. */
+/* One attention problem: geometry, scale, ALiBi slopes and the mask (contiguous), and the layouts
+ * of q, k, v: row (b, h, i) of q starts at b lq.outer + h lq.inner + i lq.ld (head views of a
+ * projection are read in place); their gradients have the same layouts. o, lse and dout are
+ * contiguous. */
 typedef struct qkv_sdpa_problem {
     int64_t B, H, T, S, D, Dv;
+    qkv__mat_layout lq, lk, lv;
     double scale;
     const qkv_real *alibi;             /* (H) slopes m_h, or NULL */
     bool causal;                       /* j <= i */
@@ -36,6 +40,11 @@ typedef struct qkv_sdpa_problem {
     double dropout;                    /* p in [0, 1); 0 = no dropout */
     uint64_t seed, step, stream;       /* Philox position of the dropout (qkv_dropout's) */
 } qkv_sdpa_problem;
+
+/* Offset of row i of head bh = b H + h in a tensor of layout l. */
+static inline int64_t sdpa_row(qkv__mat_layout l, int64_t H, int64_t bh, int64_t i) {
+    return bh / H * l.outer + bh % H * l.inner + i * l.ld;
+}
 
 /* Whether query i of batch entry b may attend to key j: every active rule must allow it. This is
  * the rule of qkv_mask_allows (ops/attention.h), restated on the problem's contiguous mask data. */

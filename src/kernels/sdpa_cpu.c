@@ -154,21 +154,23 @@ static inline int64_t tld(int64_t N) {
     return (N + 15) / 16 * 16 + 16;
 }
 
-/* y (BH, C, tld(N)) = x (BH, N, C) transposed: the right-hand operand of a product contracting
- * over C (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read.
- * Returns y + BH C tld(N), where the next layout may go. */
-static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, int64_t BH, int64_t N, int64_t C) {
+/* y (BH, C, tld(N)) = x (BH, N, C) transposed, x's row n of head bh at x + sdpa_row(lx, H, bh, n):
+ * the right-hand operand of a product contracting over C (S = Q K^T reads K^T tiles from it).
+ * Entries N .. tld(N) - 1 of a row are never read. Returns y + BH C tld(N), where the next layout
+ * may go. */
+static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, qkv__mat_layout lx, int64_t H,
+                                int64_t BH, int64_t N, int64_t C) {
     const int64_t nb = ceil_div(N, BR), ld = tld(N);
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (BH * N * C > GRAIN)
 #endif
     for (int64_t task = 0; task < BH * nb; task++) { /* blocks of BR rows of x */
         const int64_t bh = task / nb, n0 = task % nb * BR, n1 = min64(n0 + BR, N);
-        const qkv_real *src = x + bh * N * C;
+        const qkv_real *src = x + sdpa_row(lx, H, bh, 0);
         qkv_real *dst = y + bh * C * ld;
         for (int64_t cc = 0; cc < C; cc++)
             for (int64_t n = n0; n < n1; n++)
-                dst[cc * ld + n] = src[n * C + cc];
+                dst[cc * ld + n] = src[n * lx.ld + cc];
     }
     return y + BH * C * ld;
 }
@@ -291,7 +293,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     qkv_real *kt = qkv__grad_scratch(ctx, bytes);
     if (!kt) return false;
     qkv_real *scratch = kt + nkt;
-    transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
+    transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
 #ifdef QKV_WITH_OPENMP
@@ -302,7 +304,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         qkv_real *m = acc + BR * Dv, *l = m + BR, *keep = l + BR;
         const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
         const int64_t nr = min64(BR, T - i0);
-        const qkv_real *qb = q + (bh * T + i0) * D;
+        const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0);
         for (int64_t r = 0; r < nr; r++) {
             m[r] = (qkv_real)-INFINITY;
             l[r] = 0;
@@ -313,7 +315,8 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
             const int64_t nc = min64(BC, S - j0);
             zero(s, nr * BC);
-            mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+            mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
+                   BC); /* S = Q K^T */
             finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
             for (int64_t r = 0; r < nr; r++) { /* online softmax: P = exp(S - m'), rescale */
                 qkv_real *row = s + r * BC;
@@ -342,7 +345,8 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                     for (int64_t c = 0; c < nc; c++)
                         s[r * BC + c] *= keep[r * BC + c];
             }
-            mm_acc(nr, Dv, nc, s, BC, v + (bh * S + j0) * Dv, Dv, acc, Dv); /* acc += P V */
+            mm_acc(nr, Dv, nc, s, BC, v + sdpa_row(p->lv, H, bh, j0), p->lv.ld, acc,
+                   Dv); /* acc += P V */
         }
         for (int64_t r = 0; r < nr; r++) {
             qkv_real *orow = o + (bh * T + i0 + r) * Dv;
@@ -429,8 +433,9 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 
     if (dq) { /* pass 1: dQ by query blocks */
         const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-        qkv_real *kt = lay, *vt = transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
-        transpose_into(vt, v, B * H, S, Dv);                          /* (B, H, Dv, tld(S)) */
+        qkv_real *kt = lay,
+                 *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
+        transpose_into(vt, v, p->lv, H, B * H, S, Dv);               /* (B, H, Dv, tld(S)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
@@ -439,14 +444,15 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             qkv_real *dqa = dp + BR * BC, *keep = dqa + acc_n;
             const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
             const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
-            const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
+            const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0), *dob = dout + row0 * Dv;
             zero(dqa, nr * D);
             int64_t jlo, jhi;
             key_range(p, i0, nr, &jlo, &jhi);
             for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
                 const int64_t nc = min64(BC, S - j0);
                 zero(s, nr * BC);
-                mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+                mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
+                       BC); /* S = Q K^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
                 probs(L + row0, nr, nc, s, BC, 1);
                 zero(dp, nr * BC);
@@ -457,17 +463,21 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                     drop_tile(keep, rs, nr, nc, BC, dp);
                 }
                 dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
-                mm_acc(nr, D, nc, dp, BC, k + (bh * S + j0) * D, D, dqa, D); /* dQ += dS K */
+                mm_acc(nr, D, nc, dp, BC, k + sdpa_row(p->lk, H, bh, j0), p->lk.ld, dqa,
+                       D); /* dQ += dS K */
             }
-            for (int64_t x = 0; x < nr * D; x++)
-                dq[row0 * D + x] += dqa[x];
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t d = 0; d < D; d++)
+                    dq[sdpa_row(p->lq, H, bh, i0 + r) + d] += dqa[r * D + d];
         }
     }
 
     if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
         const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
-        qkv_real *qt = lay, *dot = transpose_into(qt, q, B * H, T, D); /* (B, H, D, tld(T)) */
-        if (dk) transpose_into(dot, dout, B * H, T, Dv);               /* (B, H, Dv, tld(T)) */
+        const qkv__mat_layout lo = {Dv, H * T * Dv, T * Dv}; /* dout: contiguous */
+        qkv_real *qt = lay,
+                 *dot = transpose_into(qt, q, p->lq, H, B * H, T, D); /* (B, H, D, tld(T)) */
+        if (dk) transpose_into(dot, dout, lo, H, B * H, T, Dv);       /* (B, H, Dv, tld(T)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
@@ -476,7 +486,8 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             qkv_real *dka = dp + BC * BR, *dva = dka + BC * D, *keep = dka + acc_n;
             const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
             const int64_t nc = min64(BC, S - j0);
-            const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
+            const qkv_real *kb = k + sdpa_row(p->lk, H, bh, j0),
+                           *vb = v + sdpa_row(p->lv, H, bh, j0);
             zero(dka, nc * D);
             zero(dva, nc * Dv);
             int64_t ilo, ihi;
@@ -484,14 +495,14 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
                 const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
                 zero(s, nc * BR);
-                mm_acc(nc, nr, D, kb, D, qt + bh * D * tld(T) + i0, tld(T), s,
+                mm_acc(nc, nr, D, kb, p->lk.ld, qt + bh * D * tld(T) + i0, tld(T), s,
                        BR); /* S^T = K Q^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
                 probs(L + row0, nr, nc, s, 1, BR);
                 if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
                 if (dk) {
                     zero(dp, nc * BR);
-                    mm_acc(nc, nr, Dv, vb, Dv, dot + bh * Dv * tld(T) + i0, tld(T), dp,
+                    mm_acc(nc, nr, Dv, vb, p->lv.ld, dot + bh * Dv * tld(T) + i0, tld(T), dp,
                            BR);                                    /* dP^T */
                     if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
                     dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
@@ -501,12 +512,14 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                     mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
                 }
                 if (dk) /* dK += dS^T Q */
-                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D);
+                    mm_acc(nc, D, nr, dp, BR, q + sdpa_row(p->lq, H, bh, i0), p->lq.ld, dka, D);
             }
-            for (int64_t x = 0; dk && x < nc * D; x++)
-                dk[(bh * S + j0) * D + x] += dka[x];
-            for (int64_t x = 0; dv && x < nc * Dv; x++)
-                dv[(bh * S + j0) * Dv + x] += dva[x];
+            for (int64_t c = 0; c < nc; c++) {
+                for (int64_t d = 0; dk && d < D; d++)
+                    dk[sdpa_row(p->lk, H, bh, j0 + c) + d] += dka[c * D + d];
+                for (int64_t d = 0; dv && d < Dv; d++)
+                    dv[sdpa_row(p->lv, H, bh, j0 + c) + d] += dva[c * Dv + d];
+            }
         }
     }
     qkv__grad_scratch_release(ctx, Dd, bytes);

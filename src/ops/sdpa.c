@@ -9,6 +9,8 @@
  * keys with an online softmax (FlashAttention-2, Dao 2023), so no (T, S) matrix is stored.
  * Saved for backward: the row log-sum-exp lse (B, H, T) (-inf for rows without keys), the scale,
  * a copy of the ALiBi slopes and the mask description; q, k, v and o are on the tape already.
+ * q, k, v whose last dim is contiguous (the head views of a projection) are read, and their
+ * gradients written, in place; other layouts are copied first.
  * Backward: dq, dk, dv from P = exp(s - lse) recomputed tile by tile (kernels/sdpa_cpu.c).
  *
  * qkv_sdpa_dropout adds attention dropout in training (torch's dropout_p): the weights are
@@ -116,9 +118,15 @@ qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_ten
             p.allowed_bstride = batched ? T * S : 0;
         }
     }
-    q = qkv__contig(ctx, q);
-    k = qkv__contig(ctx, k);
-    v = qkv__contig(ctx, v);
+    /* head views (last dim contiguous, e.g. of a projection) are read in place */
+    qkv_tensor **in[3] = {&q, &k, &v};
+    qkv__mat_layout *lay[3] = {&p.lq, &p.lk, &p.lv};
+    for (int x = 0; x < 3; x++)
+        if (!qkv__head_layout(*in[x], lay[x])) {
+            *in[x] = qkv__contig(ctx, *in[x]);
+            if (!*in[x]) return NULL;
+            qkv__head_layout(*in[x], lay[x]);
+        }
     if (ctx->status) return NULL;
     if (ctx->training && dropout_p > 0) { /* the position qkv_dropout would take here */
         p.dropout = dropout_p;

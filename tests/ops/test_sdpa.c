@@ -750,6 +750,57 @@ static void expect_error_at(qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double 
 }
 #define expect_error(...) expect_error_at(__VA_ARGS__, __LINE__)
 
+/* q, k, v as head views of one projection (B, T, 3 H D), as attention hands them over, are read
+ * and their gradients written in place: the same bits as three contiguous copies, forward and
+ * backward, on both kernel sets (the gradients land in the projection's gradient, each head view
+ * in its own columns). */
+TEST(sdpa_head_views_of_one_projection_match_contiguous_copies) {
+    const int64_t B = 2, T = 70, H = 3, D = 5, C = H * D;
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_ctx *ctx = ctx_with((qkv_kernels)kern);
+        qkv_ctx_set_training(ctx, true);
+        qkv_tensor *y = qkv_tensor_new(ctx, QKV_REAL, 3, (int64_t[]){B, T, 3 * C});
+        tu_fill_uniform(y->data, B * T * 3 * C, -1.5, 1.5, 61);
+        qkv_tensor_requires_grad(y);
+        qkv_tensor *r = qkv_reshape(ctx, y, 4, (int64_t[]){B, T, 3 * H, D});
+        qkv_tensor *t = qkv_permute(ctx, r, (const int[]){0, 2, 1, 3}); /* (B, 3H, T, D) */
+        qkv_tensor *views[3], *copies[3];
+        for (int x = 0; x < 3; x++) {
+            views[x] = qkv_narrow(ctx, t, 1, x * H, H); /* (B, H, T, D) strided */
+            qkv_tensor *c = qkv_contiguous(ctx, views[x]);
+            copies[x] = qkv_tensor_from(ctx, QKV_REAL, 4, c->shape, c->data);
+            qkv_tensor_requires_grad(copies[x]);
+        }
+        qkv_mask m = mask_all();
+        m.causal = true;
+        qkv_tensor *a = qkv_sdpa_dropout(ctx, views[0], views[1], views[2], 0.5, &m, NULL, 0.2);
+        qkv_ctx_set_rng(ctx, 1234, 0); /* the same dropout mask for the second call */
+        qkv_tensor *b = qkv_sdpa_dropout(ctx, copies[0], copies[1], copies[2], 0.5, &m, NULL, 0.2);
+        CHECK_OK(qkv_ctx_status(ctx));
+        if (!a || !b) {
+            qkv_ctx_free(ctx);
+            continue;
+        }
+        CHECK(memcmp(a->data, b->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(a)) == 0);
+        CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_add(ctx, qkv_tanh(ctx, a), qkv_tanh(ctx, b)))));
+        bool same = y->grad != NULL;
+        for (int x = 0; same && x < 3; x++)
+            for (int64_t bb = 0; bb < B; bb++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t i = 0; i < T; i++)
+                        for (int64_t d = 0; d < D; d++) {
+                            const qkv_real gv =
+                                ((qkv_real *)y->grad)[(bb * T + i) * 3 * C + x * C + h * D + d];
+                            const qkv_real gc =
+                                ((qkv_real *)copies[x]->grad)[((bb * H + h) * T + i) * D + d];
+                            same = same && gv == gc;
+                        }
+        CHECK_MSG(same, "%s kernels: gradients through head views differ from the copies'",
+                  kern ? "ref" : "fast");
+        qkv_ctx_free(ctx);
+    }
+}
+
 TEST(sdpa_rejects_bad_arguments) {
     qkv_tensor *q = tu_rand(4, (int64_t[]){2, 3, 4, 5}, -1, 1, 1);
     qkv_tensor *k = tu_rand(4, (int64_t[]){2, 3, 6, 5}, -1, 1, 2);

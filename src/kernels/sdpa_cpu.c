@@ -233,22 +233,26 @@ static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64
 
 /* The dropout decisions of a tile: keep[(i - i0) ki + (j - j0) kj] = 1 where weight (i, j) of head
  * bh is kept, 0 where dropped (sdpa.h: the Philox word of its (B, H, T, S) index). A row's keys are
- * consecutive indices: one call of 16 Philox blocks gives 64 of them. */
+ * consecutive indices, and so are the rows of a tile that spans whole rows (j0 = 0, nj = S, as
+ * with S <= BC): the words come 64 at a time (16 Philox blocks) and a batch serves every element
+ * it covers, across rows too. */
 static void keep_tile(const qkv_sdpa_problem *p, int64_t bh, int64_t i0, int64_t ni, int64_t j0,
                       int64_t nj, qkv_real *keep, int64_t ki, int64_t kj) {
     enum { G = 4 * QKV_PHILOX_LANES };
     const uint32_t threshold = sdpa_keep_threshold(p->dropout);
     uint32_t r[G];
+    uint64_t have = 0; /* r holds the words of elements have .. have + G - 1 */
+    bool any = false;
     for (int64_t x = 0; x < ni; x++) {
-        const uint64_t first = sdpa_weight_index(p, bh, i0 + x, j0);
-        for (int64_t c = 0; c < nj;) {
-            const uint64_t e = first + (uint64_t)c, block = e >> 2;
-            qkv__philox_blocks(p->seed, p->step, p->stream, block,
-                               r); /* elements 4 block .. + 63 */
-            const int64_t off = (int64_t)(e - 4 * block), n = min64(G - off, nj - c);
-            for (int64_t t = 0; t < n; t++)
-                keep[x * ki + (c + t) * kj] = (r[off + t] >> 8) >= threshold ? 1 : 0;
-            c += n;
+        uint64_t e = sdpa_weight_index(p, bh, i0 + x, j0);
+        for (int64_t c = 0; c < nj; c++, e++) {
+            if (!any || e - have >= G) { /* e < have wraps around to a large difference */
+                const uint64_t block = e >> 2;
+                qkv__philox_blocks(p->seed, p->step, p->stream, block, r);
+                have = 4 * block;
+                any = true;
+            }
+            keep[x * ki + c * kj] = (r[e - have] >> 8) >= threshold ? 1 : 0;
         }
     }
 }

@@ -3,14 +3,15 @@
  * for the fast tiled kernel (FlashAttention-2 style) and the reference kernel.
  *
  *   bench_attention [--threads N] [--max-t T] [--ref-max-t T]
- *   bench_attention --seq T [--batch B] [--reps R] [--causal] [--threads N] [--json]
+ *   bench_attention --seq T [--batch B] [--reps R] [--causal] [--dropout P] [--threads N] [--json]
  *
  * Table mode (the first form): B = 1, H = 8, D = Dv = 64, T = S = 128 .. --max-t, causal and
  * non-causal, best of up to 20 runs (at least 2, while under ~1 s). The reference kernel runs up
  * to T = --ref-max-t (default 1024): it is the test oracle and costs O(T^2) in double.
  * Single-case mode (--seq; what bench/compare.sh runs beside bench/torch_bench.py --mode
  * attention): the fast kernel only, B = --batch (default 1), H = 8, D = 64, no mask unless
- * --causal, one warm-up then R runs (default 3), median of forward + backward.
+ * --causal, one warm-up then R runs (default 3), median of forward + backward. --dropout P runs
+ * qkv_sdpa_dropout in training mode (the mask drawn and regenerated inside the kernel).
  *
  * q, k, v are parameters (outside the step arena, gradients preallocated), so the arena peak of
  * a step is the op's own memory: the output, lse, the copy of dy and scratch. "extra RSS" is the
@@ -36,8 +37,8 @@ typedef struct {
 /* Forward + backward of one configuration on one kernel set: `warmup` untimed runs, then at
  * least min_reps and at most max_reps (<= MAX_REPS) timed runs, stopping after min_reps once
  * `seconds` have been spent. */
-static result run(qkv_kernels kernels, int64_t B, int64_t T, bool causal, int warmup, int min_reps,
-                  int max_reps, double seconds) {
+static result run(qkv_kernels kernels, int64_t B, int64_t T, bool causal, double dropout,
+                  int warmup, int min_reps, int max_reps, double seconds) {
     const int64_t H = 8, D = 64;
     result r = {1e30, 1e30, 0, 0, 0, 0, false};
     double times[MAX_REPS];
@@ -67,6 +68,7 @@ static result run(qkv_kernels kernels, int64_t B, int64_t T, bool causal, int wa
         qkv_params_free(p);
         return r;
     }
+    qkv_ctx_set_training(ctx, dropout > 0);
     qkv_mask mask;
     memset(&mask, 0, sizeof mask);
     mask.causal = causal;
@@ -78,7 +80,7 @@ static result run(qkv_kernels kernels, int64_t B, int64_t T, bool causal, int wa
         qkv_params_zero_grad(p);
         qkv_tensor *dyt = qkv_tensor_from(ctx, QKV_REAL, 4, shape, dy);
         const double t0 = bench_now();
-        qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.125, &mask, NULL);
+        qkv_tensor *o = qkv_sdpa_dropout(ctx, q, k, v, 0.125, &mask, NULL, dropout);
         const double t1 = bench_now();
         const qkv_status st = qkv_backward_from(ctx, o, dyt);
         const double t2 = bench_now();
@@ -108,8 +110,8 @@ static double mib(double bytes) {
 }
 
 /* Single-case mode: one line of text or JSON. */
-static int single(int64_t B, int64_t T, bool causal, int reps, bool json) {
-    const result f = run(QKV_KERNELS_FAST, B, T, causal, 1, reps, reps, 0);
+static int single(int64_t B, int64_t T, bool causal, double dropout, int reps, bool json) {
+    const result f = run(QKV_KERNELS_FAST, B, T, causal, dropout, 1, reps, reps, 0);
     if (!f.ok) return 1;
     const double nominal =
         4.0 * (double)(B * 8) * (double)T * (double)T * 64 * 3.5 * (causal ? 0.5 : 1);
@@ -127,17 +129,19 @@ static int single(int64_t B, int64_t T, bool causal, int reps, bool json) {
                materialized / f.median_s / 1e9, mib((double)f.peak), f.extra_rss_mib,
                bench_peak_rss_mib(), mib(scores));
     else
-        printf(
-            "B %lld, H 8, D 64, T %lld, %s: forward + backward median %.4f s of %d; %.1f GFLOP/s "
-            "(nominal); arena peak %.1f MiB; extra RSS %.0f MiB; one score matrix %.0f MiB\n",
-            (long long)B, (long long)T, causal ? "causal" : "no mask", f.median_s, f.reps,
-            nominal / f.median_s / 1e9, mib((double)f.peak), f.extra_rss_mib, mib(scores));
+        printf("B %lld, H 8, D 64, T %lld, %s, dropout %g: forward + backward median %.4f s of %d; "
+               "%.1f GFLOP/s (nominal); arena peak %.1f MiB; extra RSS %.0f MiB; one score matrix "
+               "%.0f MiB\n",
+               (long long)B, (long long)T, causal ? "causal" : "no mask", dropout, f.median_s,
+               f.reps, nominal / f.median_s / 1e9, mib((double)f.peak), f.extra_rss_mib,
+               mib(scores));
     return 0;
 }
 
 int main(int argc, char **argv) {
     int64_t max_t = 4096, ref_max_t = 1024, seq = 0, batch = 1;
     int reps = 3;
+    double dropout = 0;
     bool causal_one = false, json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -154,23 +158,29 @@ int main(int argc, char **argv) {
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--causal"))
             causal_one = true;
+        else if (!strcmp(argv[i], "--dropout") && i + 1 < argc)
+            dropout = atof(argv[++i]);
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else {
-            fprintf(stderr,
-                    "usage: %s [--threads N] [--max-t T] [--ref-max-t T]\n"
-                    "       %s --seq T [--batch B] [--reps R] [--causal] [--threads N] [--json]\n",
-                    argv[0], argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--threads N] [--max-t T] [--ref-max-t T]\n"
+                "       %s --seq T [--batch B] [--reps R] [--causal] [--dropout P] [--threads N] "
+                "[--json]\n",
+                argv[0], argv[0]);
             return 2;
         }
     }
     if (seq) {
-        if (seq < 1 || batch < 1 || reps < 1 || reps > MAX_REPS) {
-            fprintf(stderr, "bench_attention: --seq and --batch must be >= 1, --reps 1 .. %d\n",
+        if (seq < 1 || batch < 1 || reps < 1 || reps > MAX_REPS || !(dropout >= 0 && dropout < 1)) {
+            fprintf(stderr,
+                    "bench_attention: --seq and --batch must be >= 1, --reps 1 .. %d, --dropout in "
+                    "[0, 1)\n",
                     MAX_REPS);
             return 2;
         }
-        return single(batch, seq, causal_one, reps, json);
+        return single(batch, seq, causal_one, dropout, reps, json);
     }
     printf("qkv %s, %d thread(s); sdpa forward + backward, B = 1, H = 8, D = Dv = 64, T = S\n",
            qkv_version(), qkv_get_num_threads());
@@ -180,14 +190,14 @@ int main(int argc, char **argv) {
            "fast bwd", "GFLOP/s", "peak", "ref fwd", "ref bwd", "peak", "speedup", "scores");
     for (int causal = 0; causal < 2; causal++)
         for (int64_t T = 128; T <= max_t; T *= 2) {
-            const result f = run(QKV_KERNELS_FAST, 1, T, causal, 0, 2, MAX_REPS, 1.0);
+            const result f = run(QKV_KERNELS_FAST, 1, T, causal, 0, 0, 2, MAX_REPS, 1.0);
             const double flops = 4.0 * 8 * (double)T * (double)T * 64 * 3.5 * (causal ? 0.5 : 1);
             const double scores = 8.0 * (double)T * (double)T * sizeof(qkv_real);
             printf("%-6s %5lld | %9.2f %9.2f %8.2f %8.2f |", causal ? "causal" : "full",
                    (long long)T, 1e3 * f.fwd_s, 1e3 * f.bwd_s, flops / (f.fwd_s + f.bwd_s) / 1e9,
                    mib((double)f.peak));
             if (T <= ref_max_t) {
-                const result r = run(QKV_KERNELS_REF, 1, T, causal, 0, 2, MAX_REPS, 1.0);
+                const result r = run(QKV_KERNELS_REF, 1, T, causal, 0, 0, 2, MAX_REPS, 1.0);
                 printf(" %9.2f %9.2f %8.2f | %6.1fx", 1e3 * r.fwd_s, 1e3 * r.bwd_s,
                        mib((double)r.peak), (r.fwd_s + r.bwd_s) / (f.fwd_s + f.bwd_s));
             } else {

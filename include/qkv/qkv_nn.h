@@ -25,7 +25,8 @@ extern "C" {
  * Relative positions: Shaw adds q . a^K_{j-i} to the scores (scaled like the content term) and
  * sum_j a_ij a^V_{j-i} to the output; T5 and ALiBi add a per-head bias (H, T, S); RoPE rotates q
  * and k. Scaled dot + softmax (+ RoPE / ALiBi) runs through the fused O(T)-memory qkv_sdpa when
- * no attention weights are requested and attention dropout is off. */
+ * no attention weights are requested (attention dropout included: qkv_sdpa_dropout draws the
+ * mask of the composed path). */
 
 typedef enum qkv_relpos_kind {
     QKV_RELPOS_NONE = 0,

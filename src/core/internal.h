@@ -231,8 +231,9 @@ static inline bool qkv__head_layout(const qkv_tensor *t, qkv__mat_layout *l) {
     return true;
 }
 
-/* A buffer for backward-only temporaries, from the pool of released gradient buffers when one
- * of that size is free (else the arena); qkv__grad_scratch_release returns it to the pool.
+/* A buffer for the temporaries of one op call (backward, or a forward kernel's scratch), from the
+ * pool of released gradient buffers when one of that size is free (else the arena);
+ * qkv__grad_scratch_release returns it to the pool.
  * Contents are undefined. NULL with the context's error set when out of memory. */
 qkv_real *qkv__grad_scratch(qkv_ctx *ctx, size_t bytes);
 void qkv__grad_scratch_release(qkv_ctx *ctx, void *p, size_t bytes);

@@ -16,14 +16,27 @@
  *   pass 1, one task per query block:  dQ += dS K;
  *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
  *
+ * Dropout (training, FlashAttention's way): with z_ij = keep_ij / (1 - p) and P the undropped
+ * softmax numerators, the forward keeps l (and lse) over the undropped P and accumulates only the
+ * kept weights, o_i = sum_j keep_ij P_ij v_j / ((1 - p) l_i). Backward regenerates keep_ij from
+ * Philox tile by tile (no mask is stored). With A = softmax(S), A' = z A, O = A' V:
+ *   dV = A'^T dO,  dA' = dO V^T = dP,  dA = z dP,
+ *   dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik),  and  sum_k A_ik z_ik dP_ik = dO_i . sum_k A'_ik V_k
+ *   = dO_i . O_i = D_i,
+ * so the undropped backward holds with dP replaced by z dP and P^T by (z P)^T in dV: D_i is still
+ * dO_i . O_i of the (dropped) output.
+ *
  * Memory: no (T, S) buffer ever exists. Besides the outputs, each call builds transposed copies
  * of the operands whose rows a product contracts over (K^T for the forward; K^T, V^T, then Q^T,
  * dO^T in the same place for the backward: O(B H T D), one pass each instead of a transpose per
- * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it comes
- * from the arena before the parallel regions.
+ * pair of blocks) and one set of tiles per thread (BR x BC scores, accumulators); all of it is one
+ * buffer taken before the parallel regions and handed back after them (qkv__grad_scratch), so the
+ * next attention call of the same size reuses it: a model's attention layers share one buffer
+ * instead of each leaving its scratch in the step arena.
  *
- * Every tile product goes through mm_acc, a register-blocked micro-kernel that vectorises along
- * contiguous column chunks.
+ * Every tile product goes through mm_acc, a micro-kernel blocked over 2 rows x 32 columns of
+ * registers that vectorises along the columns, compiled for AVX-512, AVX2 and the baseline with
+ * the same bits (QKV_CLONES; see mm_tile).
  */
 #include "sdpa.h"
 
@@ -34,10 +47,12 @@
 #define BR 64       /* queries per block */
 #define BC 64       /* keys per block */
 #define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
-/* Width of mm_acc's register-blocked column chunks: 8 SSE registers of sums in float, 4 in
- * double (the fastest widths for x86-64 -O2 with GCC 12). */
+/* mm_acc's register tile: 2 rows x W columns of sums (64 bytes of columns per row: 8 AVX2
+ * registers of sums, 16 SSE ones). Measured on 64 x 64 x 64 products (AMD EPYC, AVX2, GCC 12
+ * -O2): 2 x 32 floats ~31 GFLOP/s in the AVX2 clone and ~13 in the SSE2 baseline, against ~14 and
+ * ~7 for one row of 32 (the previous kernel); 4 x 16 ~29 / 11, 4 x 32 ~22 / 11. */
 #ifdef QKV_DOUBLE
-#define W 8
+#define W 16
 #else
 #define W 32
 #endif
@@ -65,44 +80,72 @@ static void zero(qkv_real *x, int64_t n) {
         x[i] = 0;
 }
 
-/* One chunk of mm_acc: c[0:width] += sum_x a[x] b[x][0:width]. With width a constant after
- * inlining, the loop unrolls fully and the sums stay in vector registers while x runs. */
 #if defined(__GNUC__)
 #define SDPA_INLINE inline __attribute__((always_inline))
 #else
 #define SDPA_INLINE inline
 #endif
-static SDPA_INLINE void mm_chunk(int width, int64_t kk, const qkv_real *restrict a,
-                                 const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c) {
-    qkv_real acc[W];
-    for (int w = 0; w < width; w++)
-        acc[w] = c[w];
+
+/* One tile of mm_acc: rows 0 (and 1, when two) of width columns,
+ *   c[r][0:width] += sum_x a[r][x] b[x][0:width].
+ * With width a constant after inlining, the column loop unrolls fully, the sums stay in vector
+ * registers while x runs and each row of b is loaded once for both rows. Each sum runs in x
+ * order with a separate multiply and add (no FMA: -ffp-contract=off), so every lane computes the
+ * same operations whatever the vector width: the clones give the baseline's bits. */
+static SDPA_INLINE void mm_tile(int width, bool two, int64_t kk, const qkv_real *restrict a,
+                                int64_t lda, const qkv_real *restrict b, int64_t ldb,
+                                qkv_real *restrict c, int64_t ldc) {
+    qkv_real s0[W], s1[W];
+    for (int w = 0; w < width; w++) {
+        s0[w] = c[w];
+        s1[w] = two ? c[ldc + w] : 0;
+    }
     for (int64_t x = 0; x < kk; x++) {
-        const qkv_real ax = a[x];
+        const qkv_real x0 = a[x], x1 = two ? a[lda + x] : 0;
         const qkv_real *restrict bx = b + x * ldb;
 #pragma GCC unroll 32
-        for (int w = 0; w < width; w++)
-            acc[w] += ax * bx[w];
+        for (int w = 0; w < width; w++) {
+            const qkv_real bw = bx[w];
+            s0[w] += x0 * bw;
+            if (two) s1[w] += x1 * bw;
+        }
     }
-    for (int w = 0; w < width; w++)
-        c[w] = acc[w];
+    for (int w = 0; w < width; w++) {
+        c[w] = s0[w];
+        if (two) c[ldc + w] = s1[w];
+    }
 }
 
-/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m. Columns go in chunks of W, then of 4,
- * then one by one; every element is summed in x order whatever its chunk. */
+/* One or two rows of mm_acc: columns in tiles of W, then of 4, then one by one. */
+static SDPA_INLINE void mm_rows(bool two, int64_t n, int64_t kk, const qkv_real *restrict a,
+                                int64_t lda, const qkv_real *restrict b, int64_t ldb,
+                                qkv_real *restrict c, int64_t ldc) {
+    int64_t j = 0;
+    for (; j + W <= n; j += W)
+        mm_tile(W, two, kk, a, lda, b + j, ldb, c + j, ldc);
+    for (; j + 4 <= n; j += 4)
+        mm_tile(4, two, kk, a, lda, b + j, ldb, c + j, ldc);
+    for (; j < n; j++)
+        mm_tile(1, two, kk, a, lda, b + j, ldb, c + j, ldc);
+}
+
+/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m, rows two at a time. Every element is
+ * summed in x order whatever its tile, so the result is the plain triple loop's to the bit.
+ * Compiled for AVX-512, AVX2 and the baseline (QKV_CLONES). */
+QKV_CLONES
 static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
                    const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
-    for (int64_t r = 0; r < m; r++) {
-        const qkv_real *ar = a + r * lda;
-        qkv_real *cr = c + r * ldc;
-        int64_t c0 = 0;
-        for (; c0 + W <= n; c0 += W)
-            mm_chunk(W, kk, ar, b + c0, ldb, cr + c0);
-        for (; c0 + 4 <= n; c0 += 4)
-            mm_chunk(4, kk, ar, b + c0, ldb, cr + c0);
-        for (; c0 < n; c0++)
-            mm_chunk(1, kk, ar, b + c0, ldb, cr + c0);
-    }
+    int64_t r = 0;
+    for (; r + 2 <= m; r += 2)
+        mm_rows(true, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+    if (r < m) mm_rows(false, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+}
+
+/* For the tests (kernels/sdpa.h). A plain function: clang (up to 15 at least) names the
+ * dispatcher of a cloned function differently from what callers in other files expect. */
+void qkv__sdpa_mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *a, int64_t lda,
+                      const qkv_real *b, int64_t ldb, qkv_real *c, int64_t ldc) {
+    mm_acc(m, n, kk, a, lda, b, ldb, c, ldc);
 }
 
 /* Leading dimension of a transposed layout with rows of N: padded so that the rows a tile
@@ -111,21 +154,23 @@ static inline int64_t tld(int64_t N) {
     return (N + 15) / 16 * 16 + 16;
 }
 
-/* y (BH, C, tld(N)) = x (BH, N, C) transposed: the right-hand operand of a product contracting
- * over C (S = Q K^T reads K^T tiles from it). Entries N .. tld(N) - 1 of a row are never read.
- * Returns y + BH C tld(N), where the next layout may go. */
-static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, int64_t BH, int64_t N, int64_t C) {
+/* y (BH, C, tld(N)) = x (BH, N, C) transposed, x's row n of head bh at x + sdpa_row(lx, H, bh, n):
+ * the right-hand operand of a product contracting over C (S = Q K^T reads K^T tiles from it).
+ * Entries N .. tld(N) - 1 of a row are never read. Returns y + BH C tld(N), where the next layout
+ * may go. */
+static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, qkv__mat_layout lx, int64_t H,
+                                int64_t BH, int64_t N, int64_t C) {
     const int64_t nb = ceil_div(N, BR), ld = tld(N);
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (BH * N * C > GRAIN)
 #endif
     for (int64_t task = 0; task < BH * nb; task++) { /* blocks of BR rows of x */
         const int64_t bh = task / nb, n0 = task % nb * BR, n1 = min64(n0 + BR, N);
-        const qkv_real *src = x + bh * N * C;
+        const qkv_real *src = x + sdpa_row(lx, H, bh, 0);
         qkv_real *dst = y + bh * C * ld;
         for (int64_t cc = 0; cc < C; cc++)
             for (int64_t n = n0; n < n1; n++)
-                dst[cc * ld + n] = src[n * C + cc];
+                dst[cc * ld + n] = src[n * lx.ld + cc];
     }
     return y + BH * C * ld;
 }
@@ -186,6 +231,41 @@ static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64
     }
 }
 
+/* The dropout decisions of a tile: keep[(i - i0) ki + (j - j0) kj] = 1 where weight (i, j) of head
+ * bh is kept, 0 where dropped (sdpa.h: the Philox word of its (B, H, T, S) index). A row's keys are
+ * consecutive indices, and so are the rows of a tile that spans whole rows (j0 = 0, nj = S, as
+ * with S <= BC): the words come 64 at a time (16 Philox blocks) and a batch serves every element
+ * it covers, across rows too. */
+static void keep_tile(const qkv_sdpa_problem *p, int64_t bh, int64_t i0, int64_t ni, int64_t j0,
+                      int64_t nj, qkv_real *keep, int64_t ki, int64_t kj) {
+    enum { G = 4 * QKV_PHILOX_LANES };
+    const uint32_t threshold = sdpa_keep_threshold(p->dropout);
+    uint32_t r[G];
+    uint64_t have = 0; /* r holds the words of elements have .. have + G - 1 */
+    bool any = false;
+    for (int64_t x = 0; x < ni; x++) {
+        uint64_t e = sdpa_weight_index(p, bh, i0 + x, j0);
+        for (int64_t c = 0; c < nj; c++, e++) {
+            if (!any || e - have >= G) { /* e < have wraps around to a large difference */
+                const uint64_t block = e >> 2;
+                qkv__philox_blocks(p->seed, p->step, p->stream, block, r);
+                have = 4 * block;
+                any = true;
+            }
+            keep[x * ki + c * kj] = (r[e - have] >> 8) >= threshold ? 1 : 0;
+        }
+    }
+}
+
+/* x <- z x over the rows x cols of a tile with leading dimension ld (keep as keep_tile wrote it,
+ * same layout): keep ? x / (1 - p) : 0, as qkv_dropout computes it (rs = 1 / (1 - p) rounded). */
+static void drop_tile(const qkv_real *keep, qkv_real rs, int64_t rows, int64_t cols, int64_t ld,
+                      qkv_real *x) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            x[r * ld + c] = keep[r * ld + c] != 0 ? x[r * ld + c] * rs : 0;
+}
+
 static int max_threads(void) {
 #ifdef QKV_WITH_OPENMP
     return omp_get_max_threads();
@@ -208,12 +288,16 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
     const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-    qkv_real *kt = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * D * tld(S)));
-    /* per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR) */
-    const int64_t per = BR * BC + BR * Dv + 2 * BR;
-    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
-    if (!kt || !scratch) return false;
-    transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
+    const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    /* K^T (B, H, D, tld(S)), then per thread: s (BR, BC), acc (BR, Dv), m (BR), l (BR), and
+     * keep (BR, BC) with dropout. Released at the end for the next call of the same size. */
+    const bool drop = p->dropout > 0;
+    const int64_t per = BR * BC + BR * Dv + 2 * BR + (drop ? BR * BC : 0), nkt = B * H * D * tld(S);
+    const size_t bytes = sizeof(qkv_real) * (size_t)(nkt + per * max_threads());
+    qkv_real *kt = qkv__grad_scratch(ctx, bytes);
+    if (!kt) return false;
+    qkv_real *scratch = kt + nkt;
+    transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
 #ifdef QKV_WITH_OPENMP
@@ -221,10 +305,10 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 #endif
     for (int64_t task = 0; task < tasks; task++) {
         qkv_real *s = scratch + (int64_t)thread_id() * per, *acc = s + BR * BC;
-        qkv_real *m = acc + BR * Dv, *l = m + BR;
+        qkv_real *m = acc + BR * Dv, *l = m + BR, *keep = l + BR;
         const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
         const int64_t nr = min64(BR, T - i0);
-        const qkv_real *qb = q + (bh * T + i0) * D;
+        const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0);
         for (int64_t r = 0; r < nr; r++) {
             m[r] = (qkv_real)-INFINITY;
             l[r] = 0;
@@ -235,7 +319,8 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
             const int64_t nc = min64(BC, S - j0);
             zero(s, nr * BC);
-            mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+            mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
+                   BC); /* S = Q K^T */
             finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
             for (int64_t r = 0; r < nr; r++) { /* online softmax: P = exp(S - m'), rescale */
                 qkv_real *row = s + r * BC;
@@ -258,7 +343,14 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 }
                 l[r] += sum;
             }
-            mm_acc(nr, Dv, nc, s, BC, v + (bh * S + j0) * Dv, Dv, acc, Dv); /* acc += P V */
+            if (drop) { /* l keeps the undropped sum; only the kept weights reach acc */
+                keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                for (int64_t r = 0; r < nr; r++)
+                    for (int64_t c = 0; c < nc; c++)
+                        s[r * BC + c] *= keep[r * BC + c];
+            }
+            mm_acc(nr, Dv, nc, s, BC, v + sdpa_row(p->lv, H, bh, j0), p->lv.ld, acc,
+                   Dv); /* acc += P V */
         }
         for (int64_t r = 0; r < nr; r++) {
             qkv_real *orow = o + (bh * T + i0 + r) * Dv;
@@ -270,9 +362,13 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             const qkv_real inv = 1 / l[r];
             for (int64_t d = 0; d < Dv; d++)
                 orow[d] = acc[r * Dv + d] * inv;
+            if (drop)
+                for (int64_t d = 0; d < Dv; d++)
+                    orow[d] *= rs;
             lse[bh * T + i0 + r] = m[r] + (qkv_real)log((double)l[r]);
         }
     }
+    qkv__grad_scratch_release(ctx, kt, bytes);
     return true;
 }
 
@@ -312,17 +408,22 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     const qkv_real scale = (qkv_real)p->scale;
     const bool par = B * H * T * S * (D + Dv) > GRAIN;
     (void)par;
-    /* Per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys). */
-    qkv_real *Dd = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(2 * rows + 1));
-    /* per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
-     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv) */
-    const int64_t per = 2 * BR * BC + max64(BR * D, BC * (D + Dv));
-    qkv_real *scratch = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(per * max_threads()));
-    /* Transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place. */
+    /* One buffer, released at the end for the next call of the same size:
+     * per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys);
+     * transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place;
+     * per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
+     *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv);
+     * with dropout, keep (BR, BC) after them. */
+    const bool drop = p->dropout > 0;
+    const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    const int64_t acc_n = max64(BR * D, BC * (D + Dv));
+    const int64_t per = 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
     const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
-    qkv_real *lay = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(B * H * max64(lay1, lay2)));
-    if (!Dd || !scratch || !lay) return false;
-    qkv_real *L = Dd + rows;
+    const int64_t nlay = B * H * max64(lay1, lay2);
+    const size_t bytes = sizeof(qkv_real) * (size_t)(2 * rows + 1 + nlay + per * max_threads());
+    qkv_real *Dd = qkv__grad_scratch(ctx, bytes);
+    if (!Dd) return false;
+    qkv_real *L = Dd + rows, *lay = Dd + 2 * rows + 1, *scratch = lay + nlay;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (rows * Dv > GRAIN)
 #endif
@@ -336,50 +437,61 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 
     if (dq) { /* pass 1: dQ by query blocks */
         const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-        qkv_real *kt = lay, *vt = transpose_into(kt, k, B * H, S, D); /* (B, H, D, tld(S)) */
-        transpose_into(vt, v, B * H, S, Dv);                          /* (B, H, Dv, tld(S)) */
+        qkv_real *kt = lay,
+                 *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
+        transpose_into(vt, v, p->lv, H, B * H, S, Dv);               /* (B, H, Dv, tld(S)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
         for (int64_t task = 0; task < tasks; task++) {
             qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
-            qkv_real *dqa = dp + BR * BC;
+            qkv_real *dqa = dp + BR * BC, *keep = dqa + acc_n;
             const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
             const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
-            const qkv_real *qb = q + row0 * D, *dob = dout + row0 * Dv;
+            const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0), *dob = dout + row0 * Dv;
             zero(dqa, nr * D);
             int64_t jlo, jhi;
             key_range(p, i0, nr, &jlo, &jhi);
             for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
                 const int64_t nc = min64(BC, S - j0);
                 zero(s, nr * BC);
-                mm_acc(nr, nc, D, qb, D, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+                mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
+                       BC); /* S = Q K^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
                 probs(L + row0, nr, nc, s, BC, 1);
                 zero(dp, nr * BC);
                 mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
                        BC); /* dP = dO V^T */
+                if (drop) { /* dP <- z dP */
+                    keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                    drop_tile(keep, rs, nr, nc, BC, dp);
+                }
                 dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
-                mm_acc(nr, D, nc, dp, BC, k + (bh * S + j0) * D, D, dqa, D); /* dQ += dS K */
+                mm_acc(nr, D, nc, dp, BC, k + sdpa_row(p->lk, H, bh, j0), p->lk.ld, dqa,
+                       D); /* dQ += dS K */
             }
-            for (int64_t x = 0; x < nr * D; x++)
-                dq[row0 * D + x] += dqa[x];
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t d = 0; d < D; d++)
+                    dq[sdpa_row(p->lq, H, bh, i0 + r) + d] += dqa[r * D + d];
         }
     }
 
     if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
         const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
-        qkv_real *qt = lay, *dot = transpose_into(qt, q, B * H, T, D); /* (B, H, D, tld(T)) */
-        if (dk) transpose_into(dot, dout, B * H, T, Dv);               /* (B, H, Dv, tld(T)) */
+        const qkv__mat_layout lo = {Dv, H * T * Dv, T * Dv}; /* dout: contiguous */
+        qkv_real *qt = lay,
+                 *dot = transpose_into(qt, q, p->lq, H, B * H, T, D); /* (B, H, D, tld(T)) */
+        if (dk) transpose_into(dot, dout, lo, H, B * H, T, Dv);       /* (B, H, Dv, tld(T)) */
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static, 1) if (par)
 #endif
         for (int64_t task = 0; task < tasks; task++) {
             qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
-            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D;
+            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D, *keep = dka + acc_n;
             const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
             const int64_t nc = min64(BC, S - j0);
-            const qkv_real *kb = k + (bh * S + j0) * D, *vb = v + (bh * S + j0) * Dv;
+            const qkv_real *kb = k + sdpa_row(p->lk, H, bh, j0),
+                           *vb = v + sdpa_row(p->lv, H, bh, j0);
             zero(dka, nc * D);
             zero(dva, nc * Dv);
             int64_t ilo, ihi;
@@ -387,26 +499,34 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
                 const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
                 zero(s, nc * BR);
-                mm_acc(nc, nr, D, kb, D, qt + bh * D * tld(T) + i0, tld(T), s,
+                mm_acc(nc, nr, D, kb, p->lk.ld, qt + bh * D * tld(T) + i0, tld(T), s,
                        BR); /* S^T = K Q^T */
                 finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
                 probs(L + row0, nr, nc, s, 1, BR);
-                if (dv) /* dV += P^T dO */
-                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+                if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
                 if (dk) {
                     zero(dp, nc * BR);
-                    mm_acc(nc, nr, Dv, vb, Dv, dot + bh * Dv * tld(T) + i0, tld(T), dp,
-                           BR); /* dP^T */
+                    mm_acc(nc, nr, Dv, vb, p->lv.ld, dot + bh * Dv * tld(T) + i0, tld(T), dp,
+                           BR);                                    /* dP^T */
+                    if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
                     dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
-                    mm_acc(nc, D, nr, dp, BR, q + row0 * D, D, dka, D); /* dK += dS^T Q */
                 }
+                if (dv) { /* dV += (z P)^T dO */
+                    if (drop) drop_tile(keep, rs, nc, nr, BR, s);
+                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+                }
+                if (dk) /* dK += dS^T Q */
+                    mm_acc(nc, D, nr, dp, BR, q + sdpa_row(p->lq, H, bh, i0), p->lq.ld, dka, D);
             }
-            for (int64_t x = 0; dk && x < nc * D; x++)
-                dk[(bh * S + j0) * D + x] += dka[x];
-            for (int64_t x = 0; dv && x < nc * Dv; x++)
-                dv[(bh * S + j0) * Dv + x] += dva[x];
+            for (int64_t c = 0; c < nc; c++) {
+                for (int64_t d = 0; dk && d < D; d++)
+                    dk[sdpa_row(p->lk, H, bh, j0 + c) + d] += dka[c * D + d];
+                for (int64_t d = 0; dv && d < Dv; d++)
+                    dv[sdpa_row(p->lv, H, bh, j0 + c) + d] += dva[c * Dv + d];
+            }
         }
     }
+    qkv__grad_scratch_release(ctx, Dd, bytes);
     return true;
 }
 

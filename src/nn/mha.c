@@ -202,7 +202,7 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
     const int64_t H = c->n_heads, D = c->d_model / H;
     const bool dropout_on = ctx->training && c->dropout > 0;
     /* qkv_sdpa's ALiBi term counts queries from 0: with an offset the bias goes through the scores */
-    const bool fused = c->use_fused && !weights_out && !dropout_on && c->score == QKV_SCORE_SCALED_DOT &&
+    const bool fused = c->use_fused && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
                        c->norm == QKV_NORM_SOFTMAX &&
                        (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE ||
                         (c->relpos == QKV_RELPOS_ALIBI && query_offset == 0));
@@ -214,7 +214,8 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
             if (!slopes) return NULL;
             qkv_alibi_slopes(H, slopes);
         }
-        o = qkv_sdpa(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes);
+        /* dropout inside the kernel: the mask and random position of the composed path's */
+        o = qkv_sdpa_dropout(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes, dropout_on ? c->dropout : 0);
     } else {
         qkv_tensor *e = qkv__mha_scores(ctx, m, q, k, query_offset); /* (B, H, T, S) */
         qkv_tensor *a = qkv_attn_normalize(ctx, e, c->norm, mask);  /* (B, H, T, S) */

@@ -9,7 +9,16 @@
  * keys with an online softmax (FlashAttention-2, Dao 2023), so no (T, S) matrix is stored.
  * Saved for backward: the row log-sum-exp lse (B, H, T) (-inf for rows without keys), the scale,
  * a copy of the ALiBi slopes and the mask description; q, k, v and o are on the tape already.
+ * q, k, v whose last dim is contiguous (the head views of a projection) are read, and their
+ * gradients written, in place; other layouts are copied first.
  * Backward: dq, dk, dv from P = exp(s - lse) recomputed tile by tile (kernels/sdpa_cpu.c).
+ *
+ * qkv_sdpa_dropout adds attention dropout in training (torch's dropout_p): the weights are
+ * dropped after the softmax with the Philox stream qkv_dropout would take at this point and its
+ * keep decision for each element of the (B, H, T, S) weights, so the fused op equals
+ * qkv_matmul(qkv_dropout(softmax(...), p), v) up to rounding and leaves the context's random
+ * position where that composition would. The position (seed, step, stream) is saved with the
+ * problem; backward regenerates the mask from it, as qkv_dropout's backward does.
  */
 #include "../kernels/sdpa.h"
 
@@ -39,6 +48,12 @@ static const qkv_tensor *mask_tensor(qkv_ctx *ctx, const qkv_tensor *t, const ch
 
 qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double scale,
                      const qkv_mask *mask, const qkv_real *alibi_slopes) {
+    return qkv_sdpa_dropout(ctx, q, k, v, scale, mask, alibi_slopes, 0);
+}
+
+qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
+                             double scale, const qkv_mask *mask, const qkv_real *alibi_slopes,
+                             double dropout_p) {
     if (!QKV_OP_BEGIN(ctx, "sdpa", q, k, v)) return NULL;
     if (!qkv__check_real(ctx, "sdpa", q, "q") || !qkv__check_real(ctx, "sdpa", k, "k") ||
         !qkv__check_real(ctx, "sdpa", v, "v"))
@@ -55,6 +70,9 @@ qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, 
                         qkv_tensor_shape_str(v, bv, sizeof bv));
     if (!isfinite(scale))
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "sdpa: scale must be finite, got %g", scale);
+    if (!(dropout_p >= 0 && dropout_p < 1))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "sdpa: dropout_p = %g is not in [0, 1)",
+                        dropout_p);
     const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], S = k->shape[2];
     qkv_sdpa_problem p = {.B = B,
                           .H = H,
@@ -100,10 +118,22 @@ qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, 
             p.allowed_bstride = batched ? T * S : 0;
         }
     }
-    q = qkv__contig(ctx, q);
-    k = qkv__contig(ctx, k);
-    v = qkv__contig(ctx, v);
+    /* head views (last dim contiguous, e.g. of a projection) are read in place */
+    qkv_tensor **in[3] = {&q, &k, &v};
+    qkv__mat_layout *lay[3] = {&p.lq, &p.lk, &p.lv};
+    for (int x = 0; x < 3; x++)
+        if (!qkv__head_layout(*in[x], lay[x])) {
+            *in[x] = qkv__contig(ctx, *in[x]);
+            if (!*in[x]) return NULL;
+            qkv__head_layout(*in[x], lay[x]);
+        }
     if (ctx->status) return NULL;
+    if (ctx->training && dropout_p > 0) { /* the position qkv_dropout would take here */
+        p.dropout = dropout_p;
+        p.seed = ctx->seed;
+        p.step = ctx->step;
+        p.stream = qkv__next_stream(ctx);
+    }
     qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, p.Dv}); /* (B, H, T, Dv) */
     qkv_tensor *lse = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){B, H, T});     /* (B, H, T) */
     if (!o || !lse) return NULL;

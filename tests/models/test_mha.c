@@ -124,43 +124,61 @@ TEST(mha_gradcheck_every_relative_encoding) {
 }
 
 /* The fused path and the composed path give the same outputs and gradients. */
+/* The fused path (qkv_sdpa / qkv_sdpa_dropout) against the composed ops (asking for the weights
+ * forces them), without and with attention dropout in training. With dropout both draw the same
+ * mask (the fused kernel regenerates qkv_dropout's decisions), so they agree to rounding; and the
+ * next random op after attention draws the same bits either way (same random position). Tolerance:
+ * the dropout-free bound (2e-5 in float: a few roundings of sums over S = 7 terms, with margin)
+ * times 1 / (1 - p) = 1.43, the largest factor a kept weight gets. */
 TEST(mha_fused_equals_unfused) {
-    for (int r = 0; r < 3; r++) {
-        const qkv_relpos_kind kinds[] = {QKV_RELPOS_NONE, QKV_RELPOS_ROPE, QKV_RELPOS_ALIBI};
-        qkv_mha_config cfg = qkv_mha_default_config(8, 2);
-        cfg.relpos = kinds[r];
-        mha_fixture f;
-        mha_setup(&f, &cfg, 31);
-        qkv_tensor *x = tu_rand(3, (int64_t[]){2, 7, 8}, -1, 1, 5);
-        qkv_real *out[2], *grad[2];
-        for (int fused = 0; fused < 2; fused++) {
-            qkv_ctx *ctx = tu_ctx();
-            qkv_params_zero_grad(f.p);
-            qkv_tensor *xi = qkv_tensor_from(ctx, QKV_REAL, 3, x->shape, x->data);
-            qkv_tensor_requires_grad(xi);
-            mha_call call = {&f.m, true, true, true, !fused};
-            qkv_tensor *y = mha_fn(ctx, (qkv_tensor *[]){xi}, &call);
-            CHECK_OK(qkv_ctx_status(ctx));
-            if (qkv_ctx_status(ctx)) {
+    for (int drop = 0; drop < 2; drop++)
+        for (int r = 0; r < 3; r++) {
+            const qkv_relpos_kind kinds[] = {QKV_RELPOS_NONE, QKV_RELPOS_ROPE, QKV_RELPOS_ALIBI};
+            qkv_mha_config cfg = qkv_mha_default_config(8, 2);
+            cfg.relpos = kinds[r];
+            cfg.dropout = drop ? 0.3 : 0;
+            mha_fixture f;
+            mha_setup(&f, &cfg, 31);
+            qkv_tensor *x = tu_rand(3, (int64_t[]){2, 7, 8}, -1, 1, 5);
+            qkv_real *out[2], *grad[2], next[2][64];
+            for (int fused = 0; fused < 2; fused++) {
+                qkv_ctx *ctx = tu_ctx();
+                qkv_ctx_set_training(ctx, drop);
+                qkv_params_zero_grad(f.p);
+                qkv_tensor *xi = qkv_tensor_from(ctx, QKV_REAL, 3, x->shape, x->data);
+                qkv_tensor_requires_grad(xi);
+                mha_call call = {&f.m, true, true, true, !fused};
+                qkv_tensor *y = mha_fn(ctx, (qkv_tensor *[]){xi}, &call);
+                /* the next random op of the step */
+                qkv_tensor *ones = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){64});
+                for (int i = 0; i < 64; i++) ((qkv_real *)ones->data)[i] = 1;
+                qkv_tensor *nd = qkv_dropout(ctx, ones, 0.5);
+                CHECK_OK(qkv_ctx_status(ctx));
+                if (qkv_ctx_status(ctx)) {
+                    qkv_ctx_free(ctx);
+                    break;
+                }
+                memcpy(next[fused], nd->data, sizeof(qkv_real) * 64);
+                CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_mul(ctx, y, y))));
+                out[fused] = malloc(sizeof(qkv_real) * 112);
+                grad[fused] = malloc(sizeof(qkv_real) * (size_t)qkv_params_numel(f.p));
+                memcpy(out[fused], y->data, sizeof(qkv_real) * 112);
+                memcpy(grad[fused], qkv_params_block(f.p, QKV_BLOCK_GRAD),
+                       sizeof(qkv_real) * (size_t)qkv_params_numel(f.p));
                 qkv_ctx_free(ctx);
-                break;
             }
-            CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_mul(ctx, y, y))));
-            out[fused] = malloc(sizeof(qkv_real) * 112);
-            grad[fused] = malloc(sizeof(qkv_real) * (size_t)qkv_params_numel(f.p));
-            memcpy(out[fused], y->data, sizeof(qkv_real) * 112);
-            memcpy(grad[fused], qkv_params_block(f.p, QKV_BLOCK_GRAD), sizeof(qkv_real) * (size_t)qkv_params_numel(f.p));
-            qkv_ctx_free(ctx);
+            const double tol = (sizeof(qkv_real) == 4 ? 2e-5 : 1e-12) / (1 - cfg.dropout);
+            CHECK_MSG(tu_max_rel_diff(out[1], out[0], 112) <= tol, "dropout %g relpos %d: fused output differs by %g",
+                      cfg.dropout, r, tu_max_rel_diff(out[1], out[0], 112));
+            CHECK_MSG(tu_max_rel_diff(grad[1], grad[0], qkv_params_numel(f.p)) <= tol,
+                      "dropout %g relpos %d: fused gradients differ by %g", cfg.dropout, r,
+                      tu_max_rel_diff(grad[1], grad[0], qkv_params_numel(f.p)));
+            CHECK_MSG(memcmp(next[0], next[1], sizeof next[0]) == 0,
+                      "dropout %g relpos %d: the next dropout draws other bits after the fused op", cfg.dropout, r);
+            for (int i = 0; i < 2; i++) free(out[i]), free(grad[i]);
+            tu_free(x);
+            mha_teardown(&f);
         }
-        const double tol = sizeof(qkv_real) == 4 ? 2e-5 : 1e-12;
-        CHECK_MSG(tu_max_rel_diff(out[1], out[0], 112) <= tol, "relpos %d: fused output differs by %g", r,
-                  tu_max_rel_diff(out[1], out[0], 112));
-        CHECK_MSG(tu_max_rel_diff(grad[1], grad[0], qkv_params_numel(f.p)) <= tol, "relpos %d: fused gradients differ by %g",
-                  r, tu_max_rel_diff(grad[1], grad[0], qkv_params_numel(f.p)));
-        for (int i = 0; i < 2; i++) free(out[i]), free(grad[i]);
-        tu_free(x);
-        mha_teardown(&f);
-    }
 }
 
 /* Run self-attention on x (1, T, C) (optionally + sinusoidal PE) and copy the output. */

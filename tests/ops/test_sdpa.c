@@ -4,9 +4,12 @@
  * Closed forms (identical keys average the allowed values, one key returns its value, ALiBi and
  * hand-computed weights), the fast tiled kernel against the reference kernel forward and backward
  * over odd shapes x every mask kind x ALiBi, bit-identity across thread counts, fully masked rows,
- * finite-difference gradients, strided inputs, bad arguments, and O(T) memory.
+ * finite-difference gradients, strided inputs, bad arguments, and O(T) memory; attention dropout
+ * (qkv_sdpa_dropout) fast against reference, across thread counts and by finite differences.
  */
 #include "testutil.h"
+
+#include "kernels/sdpa.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SDPA_SANITIZED 1
@@ -62,6 +65,7 @@ typedef struct {
     const qkv_mask *mask;
     const qkv_real *alibi;
     uint64_t seed;
+    double dropout; /* > 0: qkv_sdpa_dropout in training mode */
 } sdpa_case;
 
 typedef struct {
@@ -101,7 +105,8 @@ static bool run_case(const sdpa_case *c, qkv_kernels kernels, int threads, sdpa_
     qkv_tensor_requires_grad(q);
     qkv_tensor_requires_grad(k);
     qkv_tensor_requires_grad(v);
-    qkv_tensor *o = qkv_sdpa(ctx, q, k, v, c->scale, c->mask, c->alibi);
+    qkv_ctx_set_training(ctx, c->dropout > 0);
+    qkv_tensor *o = qkv_sdpa_dropout(ctx, q, k, v, c->scale, c->mask, c->alibi, c->dropout);
     bool ok = o && qkv_backward_from(ctx, o, dy) == QKV_OK;
     if (ok) {
         r->no = qkv_tensor_numel(o), r->nq = qkv_tensor_numel(q);
@@ -319,6 +324,34 @@ static const int64_t shapes[][6] = {
     {2, 2, 65, 130, 16, 8}, {1, 1, 130, 67, 1, 17}, {1, 3, 129, 200, 20, 16},
 };
 
+/* Case c on the fast kernels at 1 and 2 threads against the reference: o, dq, dk, dv finite,
+ * within tol of the reference, and bit-identical across thread counts. label names the case in
+ * messages; the 1-thread result is left in *fast (freed by the caller) when fast is not NULL. */
+static void check_fast_vs_ref(const sdpa_case *c, double tol, const char *label,
+                              sdpa_result *fast) {
+    sdpa_result ref = {0}, f1 = {0}, f2 = {0};
+    if (run_case(c, QKV_KERNELS_REF, 1, &ref) && run_case(c, QKV_KERNELS_FAST, 1, &f1) &&
+        run_case(c, QKV_KERNELS_FAST, 2, &f2)) {
+        const qkv_real *fa[4] = {f1.o, f1.dq, f1.dk, f1.dv}, *fb[4] = {f2.o, f2.dq, f2.dk, f2.dv};
+        const qkv_real *ra[4] = {ref.o, ref.dq, ref.dk, ref.dv};
+        const int64_t n[4] = {ref.no, ref.nq, ref.nk, ref.nv};
+        const char *what[4] = {"o", "dq", "dk", "dv"};
+        for (int t = 0; t < 4; t++) {
+            const double d = tu_max_rel_diff(fa[t], ra[t], n[t]);
+            CHECK_MSG(all_finite(fa[t], n[t]) && all_finite(ra[t], n[t]), "%s: %s not finite",
+                      label, what[t]);
+            CHECK_MSG(d <= tol, "%s: fast %s differs from ref by %g", label, what[t], d);
+            CHECK_MSG(memcmp(fa[t], fb[t], sizeof(qkv_real) * (size_t)n[t]) == 0,
+                      "%s: %s differs between 1 and 2 threads", label, what[t]);
+        }
+    }
+    result_free(&ref), result_free(&f2);
+    if (fast)
+        *fast = f1;
+    else
+        result_free(&f1);
+}
+
 TEST(sdpa_fast_matches_reference_and_is_thread_count_independent) {
     const double tol = sizeof(qkv_real) == 4 ? 1e-5 : 1e-12;
     const qkv_real slopes[3] = {(qkv_real)0.25, (qkv_real)0.0625, (qkv_real)1.0};
@@ -338,33 +371,86 @@ TEST(sdpa_fast_matches_reference_and_is_thread_count_independent) {
                                1 / sqrt((double)g[4]),
                                kind ? &m : NULL,
                                alibi ? slopes : NULL,
-                               100 + s};
-                sdpa_result ref = {0}, f1 = {0}, f2 = {0};
-                if (run_case(&c, QKV_KERNELS_REF, 1, &ref) &&
-                    run_case(&c, QKV_KERNELS_FAST, 1, &f1) &&
-                    run_case(&c, QKV_KERNELS_FAST, 2, &f2)) {
-                    const qkv_real *fa[4] = {f1.o, f1.dq, f1.dk, f1.dv},
-                                   *fb[4] = {f2.o, f2.dq, f2.dk, f2.dv};
-                    const qkv_real *ra[4] = {ref.o, ref.dq, ref.dk, ref.dv};
-                    const int64_t n[4] = {ref.no, ref.nq, ref.nk, ref.nv};
-                    const char *what[4] = {"o", "dq", "dk", "dv"};
-                    for (int t = 0; t < 4; t++) {
-                        const double d = tu_max_rel_diff(fa[t], ra[t], n[t]);
-                        CHECK_MSG(all_finite(fa[t], n[t]) && all_finite(ra[t], n[t]),
-                                  "shape %zu, mask %s, alibi %d: %s not finite", s, name, alibi,
-                                  what[t]);
-                        CHECK_MSG(d <= tol,
-                                  "shape %zu, mask %s, alibi %d: fast %s differs from ref by %g", s,
-                                  name, alibi, what[t], d);
-                        CHECK_MSG(
-                            memcmp(fa[t], fb[t], sizeof(qkv_real) * (size_t)n[t]) == 0,
-                            "shape %zu, mask %s, alibi %d: %s differs between 1 and 2 threads", s,
-                            name, alibi, what[t]);
-                    }
-                }
-                result_free(&ref), result_free(&f1), result_free(&f2);
+                               100 + s,
+                               0};
+                char label[96];
+                snprintf(label, sizeof label, "shape %zu, mask %s, alibi %d", s, name, alibi);
+                check_fast_vs_ref(&c, tol, label, NULL);
                 tu_free(pad), tu_free(allowed);
             }
+}
+
+/* Dropout inside the kernel: the tiled kernel against the reference (which draws each decision
+ * with the scalar qkv_rng_uniform, as the reference dropout kernel does) forward and backward,
+ * bit-identical at 1 and 2 threads, on shapes whose rows start at unaligned Philox words
+ * (S odd) and span several tiles; and the dropout does change the output. */
+TEST(sdpa_dropout_fast_matches_reference_and_is_thread_count_independent) {
+    const double tol = sizeof(qkv_real) == 4 ? 1e-5 / (1 - 0.4) : 1e-12;
+    const int masks[] = {0, 1, 4, 7, 9};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t mk = 0; mk < sizeof masks / sizeof *masks; mk++) {
+            const int64_t *g = shapes[s];
+            const int kind = masks[mk];
+            qkv_mask m;
+            qkv_tensor *pad, *allowed;
+            const char *name = make_mask(kind, g[0], g[2], g[3], &m, &pad, &allowed);
+            sdpa_case c = {
+                g[0], g[1],    g[2], g[3], g[4], g[5], 1 / sqrt((double)g[4]), kind ? &m : NULL,
+                NULL, 200 + s, 0.4};
+            char label[96];
+            snprintf(label, sizeof label, "dropout, shape %zu, mask %s", s, name);
+            sdpa_result f1 = {0}, nodrop = {0};
+            check_fast_vs_ref(&c, tol, label, &f1);
+            sdpa_case c0 = c;
+            c0.dropout = 0;
+            if (f1.o && run_case(&c0, QKV_KERNELS_FAST, 1, &nodrop)) {
+                /* with 2 or more allowed keys in some row (some output is nonzero; S > 1),
+                 * dropping 40 % changes some output */
+                bool any = false;
+                for (int64_t x = 0; x < nodrop.no; x++)
+                    any = any || nodrop.o[x] != 0;
+                if (g[3] > 1 && kind != 9 && any)
+                    CHECK_MSG(tu_max_rel_diff(f1.o, nodrop.o, f1.no) > 0.01,
+                              "%s: output unchanged by dropout", label);
+            }
+            result_free(&f1), result_free(&nodrop);
+            tu_free(pad), tu_free(allowed);
+        }
+}
+
+/* The tile product of the tiled kernel, in whichever clone this CPU selects (AVX-512, AVX2 or the
+ * baseline), gives the bits of the plain triple loop below (compiled for the x86-64 baseline, one
+ * multiply and one add per term in x order, as every clone does): the clones cannot disagree
+ * with the baseline. Ragged shapes cover the 2 x 32 register tiles, the one-row tail and the
+ * 4- and 1-column tails; the leading dimensions exceed the widths. */
+TEST(sdpa_tile_product_has_the_bits_of_the_plain_loop) {
+    const int64_t ms[] = {1, 2, 3, 64, 65}, ns[] = {1, 3, 4, 31, 32, 33, 64, 70}, ks[] = {1, 7, 64};
+    const int64_t lda = 71, ldb = 75, ldc = 77;
+    qkv_real *a = malloc(sizeof(qkv_real) * 65 * lda), *b = malloc(sizeof(qkv_real) * 64 * ldb);
+    qkv_real *c = malloc(sizeof(qkv_real) * 65 * ldc), *want = malloc(sizeof(qkv_real) * 65 * ldc);
+    tu_fill_uniform(a, 65 * lda, -1, 1, 41);
+    tu_fill_uniform(b, 64 * ldb, -1, 1, 42);
+    for (size_t im = 0; im < sizeof ms / sizeof *ms; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof *ns; in++)
+            for (size_t ik = 0; ik < sizeof ks / sizeof *ks; ik++) {
+                const int64_t m = ms[im], n = ns[in], kk = ks[ik];
+                tu_fill_uniform(c, 65 * ldc, -1, 1, 43 + (uint64_t)(m * n * kk));
+                memcpy(want, c, sizeof(qkv_real) * 65 * ldc);
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t j = 0; j < n; j++) {
+                        qkv_real t = want[r * ldc + j];
+                        for (int64_t x = 0; x < kk; x++) {
+                            const qkv_real prod = a[r * lda + x] * b[x * ldb + j];
+                            t = t + prod;
+                        }
+                        want[r * ldc + j] = t;
+                    }
+                qkv__sdpa_mm_acc(m, n, kk, a, lda, b, ldb, c, ldc);
+                CHECK_MSG(memcmp(c, want, sizeof(qkv_real) * 65 * ldc) == 0,
+                          "m %lld n %lld k %lld: tile product differs from the plain loop",
+                          (long long)m, (long long)n, (long long)kk);
+            }
+    free(a), free(b), free(c), free(want);
 }
 
 TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
@@ -382,7 +468,7 @@ TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
     m.allowed = allowed;
     const qkv_real slopes[2] = {(qkv_real)0.5, (qkv_real)0.25};
     for (int kern = 0; kern < 2; kern++) {
-        sdpa_case c = {B, H, T, S, D, Dv, 0.4, &m, slopes, 21};
+        sdpa_case c = {B, H, T, S, D, Dv, 0.4, &m, slopes, 21, 0};
         sdpa_result r = {0};
         if (run_case(&c, (qkv_kernels)kern, 0, &r)) {
             CHECK(all_finite(r.o, r.no) && all_finite(r.dq, r.nq) && all_finite(r.dk, r.nk) &&
@@ -515,12 +601,13 @@ typedef struct {
     const qkv_mask *mask;
     const qkv_real *alibi;
     bool permuted_q; /* in[0] is (B, T, H, D): hand sdpa a permuted view */
+    double dropout;  /* attention dropout (gradcheck in training mode) */
 } grad_user;
 
 static qkv_tensor *sdpa_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
     const grad_user *u = user;
     qkv_tensor *q = u->permuted_q ? qkv_permute(ctx, in[0], (const int[]){0, 2, 1, 3}) : in[0];
-    return qkv_sdpa(ctx, q, in[1], in[2], u->scale, u->mask, u->alibi);
+    return qkv_sdpa_dropout(ctx, q, in[1], in[2], u->scale, u->mask, u->alibi, u->dropout);
 }
 
 static void gradcheck_case(const char *what, const int64_t g[6], const grad_user *u) {
@@ -534,7 +621,9 @@ static void gradcheck_case(const char *what, const int64_t g[6], const grad_user
     for (int kern = 0; kern < 2;
          kern++) { /* both kernel sets: tu_gradcheck uses qkv_test_kernels */
         qkv_test_kernels = (qkv_kernels)kern;
-        tu_gradcheck(what, sdpa_fn, in, 3, (void *)u, NULL);
+        tu_gradcheck_opts o = tu_gradcheck_default();
+        o.training = u->dropout > 0; /* the same mask at every evaluation: one seed, step, stream */
+        tu_gradcheck(what, sdpa_fn, in, 3, (void *)u, &o);
     }
     qkv_test_kernels = saved;
     for (int x = 0; x < 3; x++)
@@ -545,19 +634,21 @@ TEST(sdpa_gradcheck_masks_and_alibi) {
     TU_NEED_DOUBLE();
     const qkv_real slopes[2] = {0.5, 0.125};
     qkv_mask m = mask_all();
-    gradcheck_case("no mask", (int64_t[]){2, 2, 3, 4, 3, 2}, &(grad_user){0.7, NULL, NULL, false});
+    gradcheck_case("no mask", (int64_t[]){2, 2, 3, 4, 3, 2},
+                   &(grad_user){0.7, NULL, NULL, false, 0});
     gradcheck_case("T = S = D = 1", (int64_t[]){1, 1, 1, 1, 1, 1},
-                   &(grad_user){1.3, NULL, slopes, false});
-    gradcheck_case("alibi", (int64_t[]){1, 2, 5, 3, 2, 3}, &(grad_user){0.5, NULL, slopes, false});
+                   &(grad_user){1.3, NULL, slopes, false, 0});
+    gradcheck_case("alibi", (int64_t[]){1, 2, 5, 3, 2, 3},
+                   &(grad_user){0.5, NULL, slopes, false, 0});
     m.causal = true;
     m.window_left = 2;
     gradcheck_case("causal + window + alibi", (int64_t[]){1, 2, 6, 7, 3, 1},
-                   &(grad_user){0.6, &m, slopes, false});
+                   &(grad_user){0.6, &m, slopes, false, 0});
     m = mask_all();
     m.window_left = 1;
     m.window_right = 1;
     gradcheck_case("window 1/1, T > S", (int64_t[]){1, 1, 7, 4, 2, 2},
-                   &(grad_user){0.9, &m, NULL, false});
+                   &(grad_user){0.9, &m, NULL, false, 0});
     /* key padding (batch 1 fully padded) and a (B, T, S) graph with an empty row */
     qkv_tensor *pad = tu_tensor(QKV_I32, 2, (int64_t[]){2, 5});
     qkv_tensor *allowed = tu_ids(3, (int64_t[]){2, 4, 5}, 0, 2, 5);
@@ -571,9 +662,9 @@ TEST(sdpa_gradcheck_masks_and_alibi) {
     m.key_padding = pad;
     m.allowed = allowed;
     gradcheck_case("padding + allowed, masked rows", (int64_t[]){2, 2, 4, 5, 3, 2},
-                   &(grad_user){0.8, &m, slopes, false});
+                   &(grad_user){0.8, &m, slopes, false, 0});
     gradcheck_case("permuted q view", (int64_t[]){2, 2, 4, 5, 3, 2},
-                   &(grad_user){0.8, &m, NULL, true});
+                   &(grad_user){0.8, &m, NULL, true, 0});
     tu_free(pad), tu_free(allowed);
 }
 
@@ -586,7 +677,25 @@ TEST(sdpa_gradcheck_across_tiles) {
     qkv_mask m = mask_all();
     m.causal = true;
     m.window_left = 70;
-    gradcheck_case("tiles", (int64_t[]){1, 1, 67, 131, 1, 1}, &(grad_user){0.5, &m, slopes, false});
+    gradcheck_case("tiles", (int64_t[]){1, 1, 67, 131, 1, 1},
+                   &(grad_user){0.5, &m, slopes, false, 0});
+}
+
+TEST(sdpa_gradcheck_with_dropout) {
+    TU_NEED_DOUBLE();
+    /* p = 0.5 drops about half of the weights: the finite differences see the dropped chain */
+    const qkv_real slopes[2] = {0.5, 0.125};
+    qkv_mask m = mask_all();
+    gradcheck_case("dropout", (int64_t[]){2, 2, 4, 5, 3, 2},
+                   &(grad_user){0.7, NULL, NULL, false, 0.5});
+    m.causal = true;
+    gradcheck_case("dropout + causal + alibi", (int64_t[]){1, 2, 6, 7, 3, 2},
+                   &(grad_user){0.6, &m, slopes, false, 0.3});
+    m = mask_all();
+    m.causal = true;
+    m.window_left = 70;
+    gradcheck_case("dropout across tiles", (int64_t[]){1, 1, 67, 131, 1, 1},
+                   &(grad_user){0.5, &m, slopes, false, 0.2});
 }
 
 TEST(sdpa_strided_views_match_contiguous_inputs) {
@@ -635,6 +744,57 @@ static void expect_error_at(qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double 
 }
 #define expect_error(...) expect_error_at(__VA_ARGS__, __LINE__)
 
+/* q, k, v as head views of one projection (B, T, 3 H D), as attention hands them over, are read
+ * and their gradients written in place: the same bits as three contiguous copies, forward and
+ * backward, on both kernel sets (the gradients land in the projection's gradient, each head view
+ * in its own columns). */
+TEST(sdpa_head_views_of_one_projection_match_contiguous_copies) {
+    const int64_t B = 2, T = 70, H = 3, D = 5, C = H * D;
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_ctx *ctx = ctx_with((qkv_kernels)kern);
+        qkv_ctx_set_training(ctx, true);
+        qkv_tensor *y = qkv_tensor_new(ctx, QKV_REAL, 3, (int64_t[]){B, T, 3 * C});
+        tu_fill_uniform(y->data, B * T * 3 * C, -1.5, 1.5, 61);
+        qkv_tensor_requires_grad(y);
+        qkv_tensor *r = qkv_reshape(ctx, y, 4, (int64_t[]){B, T, 3 * H, D});
+        qkv_tensor *t = qkv_permute(ctx, r, (const int[]){0, 2, 1, 3}); /* (B, 3H, T, D) */
+        qkv_tensor *views[3], *copies[3];
+        for (int x = 0; x < 3; x++) {
+            views[x] = qkv_narrow(ctx, t, 1, x * H, H); /* (B, H, T, D) strided */
+            qkv_tensor *c = qkv_contiguous(ctx, views[x]);
+            copies[x] = qkv_tensor_from(ctx, QKV_REAL, 4, c->shape, c->data);
+            qkv_tensor_requires_grad(copies[x]);
+        }
+        qkv_mask m = mask_all();
+        m.causal = true;
+        qkv_tensor *a = qkv_sdpa_dropout(ctx, views[0], views[1], views[2], 0.5, &m, NULL, 0.2);
+        qkv_ctx_set_rng(ctx, 1234, 0); /* the same dropout mask for the second call */
+        qkv_tensor *b = qkv_sdpa_dropout(ctx, copies[0], copies[1], copies[2], 0.5, &m, NULL, 0.2);
+        CHECK_OK(qkv_ctx_status(ctx));
+        if (!a || !b) {
+            qkv_ctx_free(ctx);
+            continue;
+        }
+        CHECK(memcmp(a->data, b->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(a)) == 0);
+        CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_add(ctx, qkv_tanh(ctx, a), qkv_tanh(ctx, b)))));
+        bool same = y->grad != NULL;
+        for (int x = 0; same && x < 3; x++)
+            for (int64_t bb = 0; bb < B; bb++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t i = 0; i < T; i++)
+                        for (int64_t d = 0; d < D; d++) {
+                            const qkv_real gv =
+                                ((qkv_real *)y->grad)[(bb * T + i) * 3 * C + x * C + h * D + d];
+                            const qkv_real gc =
+                                ((qkv_real *)copies[x]->grad)[((bb * H + h) * T + i) * D + d];
+                            same = same && gv == gc;
+                        }
+        CHECK_MSG(same, "%s kernels: gradients through head views differ from the copies'",
+                  kern ? "ref" : "fast");
+        qkv_ctx_free(ctx);
+    }
+}
+
 TEST(sdpa_rejects_bad_arguments) {
     qkv_tensor *q = tu_rand(4, (int64_t[]){2, 3, 4, 5}, -1, 1, 1);
     qkv_tensor *k = tu_rand(4, (int64_t[]){2, 3, 6, 5}, -1, 1, 2);
@@ -668,6 +828,13 @@ TEST(sdpa_rejects_bad_arguments) {
     m.allowed = al_bad3;
     expect_error(q, k, v, 1, &m, NULL, QKV_ERR_SHAPE, "(3, 4, 6)");
     expect_error(q, NULL, v, 1, NULL, NULL, QKV_ERR_INVALID_ARG, "NULL");
+    const double bad_p[3] = {1.0, -0.1, NAN};
+    for (int x = 0; x < 3; x++) { /* rejected in evaluation mode too, as qkv_dropout does */
+        qkv_ctx *ctx = tu_ctx();
+        TU_EXPECT_FAIL(ctx, qkv_sdpa_dropout(ctx, q, k, v, 1, NULL, NULL, bad_p[x]),
+                       QKV_ERR_INVALID_ARG, "sdpa", "dropout_p");
+        qkv_ctx_free(ctx);
+    }
     tu_free(q), tu_free(k), tu_free(v), tu_free(k_badD), tu_free(v_badS), tu_free(k_badH),
         tu_free(q3);
     tu_free(qi), tu_free(pad_bad), tu_free(pad_f), tu_free(al_bad), tu_free(al_bad3);

@@ -85,6 +85,17 @@ QKV_API qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_att
 QKV_API qkv_tensor *qkv_sdpa(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
                              double scale, const qkv_mask *mask, const qkv_real *alibi_slopes);
 
+/* qkv_sdpa with attention dropout (torch's dropout_p): in training mode (qkv_ctx_set_training)
+ * with dropout_p > 0 the softmax weights are dropped with probability dropout_p and the kept ones
+ * scaled by 1 / (1 - dropout_p), inside the tiled kernel (no (T, S) tensor, no stored mask). The
+ * mask is the one qkv_dropout would draw at this point for the (B, H, T, S) weights tensor, and
+ * the op advances the random position as that qkv_dropout call would: it equals
+ * qkv_matmul(qkv_dropout(qkv_attn_normalize(scores), dropout_p), v) up to rounding. In
+ * evaluation mode, or with dropout_p = 0, it is qkv_sdpa. dropout_p must be in [0, 1). */
+QKV_API qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
+                                     double scale, const qkv_mask *mask,
+                                     const qkv_real *alibi_slopes, double dropout_p);
+
 #ifdef __cplusplus
 }
 #endif

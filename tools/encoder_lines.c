@@ -1,5 +1,6 @@
 /* encoder_lines.c: see encoder_lines.h. */
 #include "encoder_lines.h"
+#include "task.h"
 
 #include "qkv/qkv_viz.h"
 
@@ -133,46 +134,39 @@ static bool flush(const run_dir *r, qkv_ctx *ctx, enc_lines *l, enc_print_fn pri
     return true;
 }
 
-int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *files, int n_files,
-                     bool stream, enc_print_fn print, void *user) {
-    qkv_ctx *ctx = NULL;
-    qkv_ctx_params cp = qkv_ctx_default_params();
-    if (qkv_ctx_new(&cp, &ctx)) {
+typedef struct decode_state {
+    const run_dir *r;
+    const enc_input *in;
+    qkv_ctx *ctx;
+    enc_lines l;
+    bool stream;
+    enc_print_fn print;
+    void *user;
+} decode_state;
+
+static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
+    decode_state *d = user;
+    if (enc_lines_add(&d->l, d->in, file, line_no, line, d->r->model->cfg.max_len)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
-    qkv_ctx_set_grad_enabled(ctx, false);
-    qkv_ctx_set_training(ctx, false);
-    enc_lines l;
-    memset(&l, 0, sizeof l);
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
-        const char *name = n_files ? files[f] : "<stdin>";
-        FILE *fp = n_files ? fopen(files[f], "r") : stdin;
-        if (!fp) {
-            fprintf(stderr, "qkv decode: cannot open %s\n", name);
-            rc = 1;
-            break;
-        }
-        int64_t line_no = 0;
-        while (rc == 0 && getline(&line, &cap, fp) >= 0) {
-            line_no++;
-            line[strcspn(line, "\r\n")] = '\0';
-            if (enc_lines_add(&l, in, name, line_no, line, r->model->cfg.max_len)) {
-                fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
-                rc = 1;
-            } else if ((stream || l.n == 64) && !flush(r, ctx, &l, print, user)) {
-                rc = 1;
-            }
-        }
-        if (n_files) fclose(fp);
+    return (d->stream || d->l.n == 64) && !flush(d->r, d->ctx, &d->l, d->print, d->user);
+}
+
+int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *files, int n_files,
+                     bool stream, enc_print_fn print, void *user) {
+    decode_state d = {.r = r, .in = in, .stream = stream, .print = print, .user = user};
+    qkv_ctx_params cp = qkv_ctx_default_params();
+    if (qkv_ctx_new(&cp, &d.ctx)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
     }
-    if (rc == 0 && !flush(r, ctx, &l, print, user)) rc = 1;
-    enc_lines_free(&l);
-    free(line);
-    qkv_ctx_free(ctx);
+    qkv_ctx_set_grad_enabled(d.ctx, false);
+    qkv_ctx_set_training(d.ctx, false);
+    int rc = task_for_each_line("decode", files, n_files, decode_line, &d);
+    if (rc == 0 && !flush(r, d.ctx, &d.l, print, user)) rc = 1;
+    enc_lines_free(&d.l);
+    qkv_ctx_free(d.ctx);
     return rc;
 }
 

@@ -9,11 +9,15 @@
 #include <unistd.h>
 
 static const task_ops *const all_tasks[] = {&seq2seq_task_ops, &tagging_task_ops,
-                                            &classify_task_ops};
+                                            &classify_task_ops, &lm_task_ops};
 #define N_TASKS (int)(sizeof all_tasks / sizeof *all_tasks)
 
 void task_metrics_add(task_metrics *m, const char *key, const char *label, double value) {
-    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value};
+    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value, false};
+}
+
+void task_metrics_add_plain(task_metrics *m, const char *key, const char *label, double value) {
+    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value, true};
 }
 
 double task_metrics_get(const task_metrics *m, const char *key) {
@@ -49,6 +53,29 @@ qkv_status task_path(char *buf, size_t size, const char *dir, const char *name) 
                          size - 1);
 }
 
+int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn, void *user) {
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
+        const char *name = n_files ? files[f] : "<stdin>";
+        FILE *in = n_files ? fopen(files[f], "r") : stdin;
+        if (!in) {
+            fprintf(stderr, "qkv %s: cannot open %s\n", cmd, name);
+            rc = 1;
+            break;
+        }
+        int64_t line_no = 0;
+        while (rc == 0 && getline(&line, &cap, in) >= 0) {
+            line[strcspn(line, "\r\n")] = '\0';
+            rc = fn(user, name, ++line_no, line);
+        }
+        if (n_files) fclose(in);
+    }
+    free(line);
+    return rc;
+}
+
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n) {
     char path[1024], tmp[1100];
     qkv_status st = task_path(path, sizeof path, dir, "task.conf");
@@ -81,7 +108,7 @@ static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
 static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
 #define N(a) a, (int)(sizeof a / sizeof *a)
 
-static bool read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
+bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
     char key[96];
     int e = 0;
     int64_t v = 0;
@@ -164,5 +191,5 @@ bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_ma
     if (!config_int(cfg, "model.max_len", default_max_len, 1, 1 << 20, &v)) return false;
     m->max_len = (int32_t)v;
     m->pad_id = QKV_VOCAB_PAD;
-    return read_attention(cfg, "model.attention", &m->self_attn);
+    return task_read_attention(cfg, "model.attention", &m->self_attn);
 }

@@ -6,6 +6,8 @@
  *   tagging   token-per-line tagged sentences: encoder-only, token head, token accuracy
  *             (tagging_task.c)
  *   classify  "label<TAB>t1 t2 ...": encoder-only, pooled head, accuracy (classify_task.c)
+ *   lm        plain text, one text per line: decoder-only language model, dev cross-entropy,
+ *             perplexity and bits per character (lm_task.c)
  *
  * A task reads its keys, loads the training and dev data with its vocabularies (built and saved
  * into the run directory on a fresh run, read back from it on --resume), turns each batch of the
@@ -32,7 +34,8 @@
 typedef struct task_metric {
     const char *key;   /* log.jsonl member "dev_<key>" (e.g. "wer", "accuracy") */
     const char *label; /* printed name (e.g. "WER", "accuracy") */
-    double value;      /* in percent */
+    double value;      /* in percent (plain: as it is) */
+    bool plain;        /* not a percentage (e.g. a cross-entropy) */
 } task_metric;
 
 typedef struct task_metrics {
@@ -44,6 +47,8 @@ typedef struct task_metrics {
 
 /* Append a metric (ignored past TASK_MAX_METRICS); the value of key (NAN when absent). */
 void task_metrics_add(task_metrics *m, const char *key, const char *label, double value);
+/* The same for a value that is not a percentage. */
+void task_metrics_add_plain(task_metrics *m, const char *key, const char *label, double value);
 double task_metrics_get(const task_metrics *m, const char *key);
 
 /* The settings every task has: what the training loop reads. */
@@ -65,6 +70,8 @@ typedef struct task_run_opts {
     const char *out_dir;
     bool terminal;
     int layer, head; /* attn filters; negative: none */
+    const struct qkv_decode_params *decode; /* decode: the search options (tasks that generate) */
+    bool strategy_set; /* decode: --greedy, --beam or --sample was given */
 } task_run_opts;
 
 typedef struct task_ops {
@@ -90,6 +97,7 @@ typedef struct task_ops {
     int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
                       const task_run_opts *o);
     int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
+    bool generates; /* decode_run reads the search options of `qkv decode` (o->decode) */
 } task_ops;
 
 /* The part of a task the training loop sees; implementations embed it as their first member. */
@@ -100,7 +108,7 @@ struct task {
     qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */
 };
 
-extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops;
+extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, lm_task_ops;
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
@@ -120,6 +128,17 @@ qkv_status task_path(char *buf, size_t size, const char *dir, const char *name);
 bool task_read_common(config *cfg, task_settings *s);
 bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
                              qkv_model_config *m);
+
+/* The attention keys <prefix>.score, .norm, .relpos, .relpos_max_distance, .relpos_buckets into
+ * a (its fields are the defaults). False with cfg->error. */
+bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a);
+
+/* Call fn on every line of the files in turn (stdin when n_files is 0), its end of line removed,
+ * with the file's name ("<stdin>") and the line number, until fn returns non-zero. A file that
+ * cannot be opened is "qkv CMD: cannot open FILE" on stderr and exit status 1. Returns fn's
+ * first non-zero value, else 0. */
+typedef int (*task_line_fn)(void *user, const char *file, int64_t line_no, char *line);
+int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn, void *user);
 
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);

@@ -179,10 +179,9 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
     enc_lines l;
     memset(&l, 0, sizeof l);
     qkv_tensor **w = calloc((size_t)L, sizeof *w);
-    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
     const char **out = NULL;
     qkv_ctx_params cp = qkv_ctx_default_params();
-    if (!w || !maps || qkv_ctx_new(&cp, &ctx)) {
+    if (!w || qkv_ctx_new(&cp, &ctx)) {
         fprintf(stderr, "qkv attn: out of memory\n");
         goto done;
     }
@@ -206,54 +205,30 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
         printf(" %s", out[s]);
     }
     printf("\n");
-    for (int64_t i = 0; i < L; i++)
-        for (int64_t h = 0; h < H; h++)
-            maps[i * H + h] = (qkv_attn_map){.stack = "encoder",
-                                             .layer = (int)i,
-                                             .head = (int)h,
-                                             .kind = QKV_ATTN_SELF,
-                                             .rows = S,
-                                             .cols = S,
-                                             .dtype = QKV_REAL,
-                                             .weights = (const qkv_real *)w[i]->data +
-                                                        h * S * S, /* (1, H, S, S) */
-                                             .row_labels = l.tok,
-                                             .col_labels = l.tok};
-    char dir[1024];
-    const size_t n = strlen(run);
-    const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
-    snprintf(dir, sizeof dir, "%s%s",
-             out_dir ? out_dir
-             : file  ? "attn"
-                     : run,
-             out_dir || file ? "" : "/attn");
-    qkv_attn_page page = {.title = input,
-                          .input_tokens = l.tok,
-                          .n_input = S,
-                          .output_tokens = out,
-                          .n_output = tokens ? S : 1,
-                          .maps = maps,
-                          .n_maps = L * H};
-    mkdir(dir, 0777);
-    if (qkv_attn_export(dir, &page, NULL)) goto fail;
-    printf("%lld attention maps (%lld encoder layers x %lld heads): %s/index.html\n",
-           (long long)(L * H), (long long)L, (long long)H, dir);
-    for (int64_t i = 0; terminal && i < L * H; i++) {
-        const bool filtered = layer >= 0 || head >= 0;
-        const bool pick =
-            filtered ? (layer < 0 || maps[i].layer == layer) && (head < 0 || maps[i].head == head)
-                     : maps[i].layer == L - 1;
-        if (!pick) continue;
-        printf("\n");
-        if (qkv_attn_terminal(stdout, &maps[i], NULL)) goto fail;
-    }
-    rc = 0;
+    rc = task_attn_write(&(task_attn){.run = run,
+                                      .out_dir = out_dir,
+                                      .stack = "encoder",
+                                      .kind = QKV_ATTN_SELF,
+                                      .weights = w,
+                                      .n_layers = L,
+                                      .n_heads = H,
+                                      .rows = S,
+                                      .cols = S,
+                                      .row_labels = l.tok,
+                                      .col_labels = l.tok,
+                                      .page = {.title = input,
+                                               .input_tokens = l.tok,
+                                               .n_input = S,
+                                               .output_tokens = out,
+                                               .n_output = tokens ? S : 1},
+                                      .terminal = terminal,
+                                      .layer = layer,
+                                      .head = head});
     goto done;
 fail:
     fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
 done:
     free(out);
-    free(maps);
     free(w);
     enc_lines_free(&l);
     qkv_ctx_free(ctx);

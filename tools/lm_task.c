@@ -352,10 +352,9 @@ static int lm_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
     const char **in_label = calloc((size_t)max, sizeof *in_label),
                **out_label = calloc((size_t)max, sizeof *out_label);
     qkv_tensor **w = calloc((size_t)L, sizeof *w);
-    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
     qkv_ctx_params cp = qkv_ctx_default_params();
     int64_t T = 0;
-    if (!ids || !in_label || !out_label || !w || !maps || qkv_ctx_new(&cp, &ctx)) {
+    if (!ids || !in_label || !out_label || !w || qkv_ctx_new(&cp, &ctx)) {
         fprintf(stderr, "qkv attn: out of memory\n");
         goto done;
     }
@@ -386,48 +385,25 @@ static int lm_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
                           : qkv_vocab_symbol(r->tgt, best));
     }
     printf("\n");
-    for (int64_t l = 0; l < L; l++)
-        for (int64_t h = 0; h < H; h++)
-            maps[l * H + h] = (qkv_attn_map){.stack = "decoder",
-                                             .layer = (int)l,
-                                             .head = (int)h,
-                                             .kind = QKV_ATTN_MASKED_SELF,
-                                             .rows = T,
-                                             .cols = T,
-                                             .dtype = QKV_REAL,
-                                             .weights = (const qkv_real *)w[l]->data +
-                                                        h * T * T, /* (1, H, T, T) */
-                                             .row_labels = out_label,
-                                             .col_labels = in_label};
-    char dir[1024];
-    const size_t n = strlen(o->run);
-    const bool file = n > 12 && !strcmp(o->run + n - 12, ".safetensors");
-    snprintf(dir, sizeof dir, "%s%s",
-             o->out_dir ? o->out_dir
-             : file     ? "attn"
-                        : o->run,
-             o->out_dir || file ? "" : "/attn");
-    qkv_attn_page page = {.title = input,
-                          .input_tokens = in_label,
-                          .n_input = T,
-                          .output_tokens = out_label,
-                          .n_output = T,
-                          .maps = maps,
-                          .n_maps = L * H};
-    mkdir(dir, 0777);
-    if (qkv_attn_export(dir, &page, NULL)) goto fail;
-    printf("%lld attention maps (%lld layers x %lld heads, causal): %s/index.html\n",
-           (long long)(L * H), (long long)L, (long long)H, dir);
-    for (int64_t i = 0; o->terminal && i < L * H; i++) {
-        const bool filtered = o->layer >= 0 || o->head >= 0;
-        const bool pick = filtered ? (o->layer < 0 || maps[i].layer == o->layer) &&
-                                         (o->head < 0 || maps[i].head == o->head)
-                                   : maps[i].layer == L - 1;
-        if (!pick) continue;
-        printf("\n");
-        if (qkv_attn_terminal(stdout, &maps[i], NULL)) goto fail;
-    }
-    rc = 0;
+    rc = task_attn_write(&(task_attn){.run = o->run,
+                                      .out_dir = o->out_dir,
+                                      .stack = "decoder",
+                                      .kind = QKV_ATTN_MASKED_SELF,
+                                      .weights = w,
+                                      .n_layers = L,
+                                      .n_heads = H,
+                                      .rows = T,
+                                      .cols = T,
+                                      .row_labels = out_label,
+                                      .col_labels = in_label,
+                                      .page = {.title = input,
+                                               .input_tokens = in_label,
+                                               .n_input = T,
+                                               .output_tokens = out_label,
+                                               .n_output = T},
+                                      .terminal = o->terminal,
+                                      .layer = o->layer,
+                                      .head = o->head});
     goto done;
 fail:
     fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
@@ -437,7 +413,6 @@ done:
     free(in_label);
     free(out_label);
     free(w);
-    free(maps);
     qkv_ctx_free(ctx);
     return rc;
 }

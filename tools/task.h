@@ -26,6 +26,7 @@
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
 #include "qkv/qkv_train.h"
+#include "qkv/qkv_viz.h"
 
 #include <stdio.h>
 
@@ -69,9 +70,9 @@ typedef struct task_run_opts {
     bool stream;     /* decode --stream: each input as soon as it is read */
     const char *out_dir;
     bool terminal;
-    int layer, head; /* attn filters; negative: none */
+    int layer, head;                        /* attn filters; negative: none */
     const struct qkv_decode_params *decode; /* decode: the search options (tasks that generate) */
-    bool strategy_set; /* decode: --greedy, --beam or --sample was given */
+    bool strategy_set;                      /* decode: --greedy, --beam or --sample was given */
 } task_run_opts;
 
 typedef struct task_ops {
@@ -138,7 +139,27 @@ bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a);
  * cannot be opened is "qkv CMD: cannot open FILE" on stderr and exit status 1. Returns fn's
  * first non-zero value, else 0. */
 typedef int (*task_line_fn)(void *user, const char *file, int64_t line_no, char *line);
-int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn, void *user);
+int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn,
+                       void *user);
+
+/* `qkv attn` for one stack of self-attention layers (the encoder of tagging / classify, the causal
+ * stack of a language model): n_layers weight tensors (1, H, rows, cols) become the maps of every
+ * layer and head, written with the page's title and tokens into out_dir (NULL: RUN/attn, or ./attn
+ * when RUN is a model file); a line "N attention maps (L <stack> layers x H heads):
+ * DIR/index.html"; with terminal, the maps picked by layer / head (negative: any; neither given:
+ * every head of the last layer) printed shaded. Returns the exit status (messages on stderr). */
+typedef struct task_attn {
+    const char *run, *out_dir;
+    const char *stack; /* "encoder", "decoder" */
+    qkv_attn_kind kind;
+    qkv_tensor *const *weights;
+    int64_t n_layers, n_heads, rows, cols;
+    const char *const *row_labels, *const *col_labels;
+    qkv_attn_page page; /* title and tokens (its maps are filled in) */
+    bool terminal;
+    int layer, head;
+} task_attn;
+int task_attn_write(const task_attn *a);
 
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);

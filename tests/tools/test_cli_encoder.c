@@ -14,61 +14,13 @@
  *     seq2seq options on an encoder run, over-long inputs: a message naming the file and line
  *     (or the option) and a non-zero exit.
  */
+#include "cli_testutil.h"
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef QKV_CLI_PATH
-#define QKV_CLI_PATH "build/release/qkv"
-#endif
-
-/* Run a shell command, capture stdout + stderr (the end when it is longer than the buffer). */
-static int run(const char *cmd, char *out, size_t size) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    size_t n = 0, k;
-    char chunk[4096];
-    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) {
-        if (n + k > size - 1) { /* keep the last part */
-            const size_t drop = n + k - (size - 1) < n ? n + k - (size - 1) : n;
-            memmove(out, out + drop, n - drop);
-            n -= drop;
-            if (k > size - 1 - n) k = size - 1 - n;
-        }
-        memcpy(out + n, chunk, k);
-        n += k;
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
-static bool same_file(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    bool same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        same = ca == cb;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
 
 /* The words of the synthetic tagging task and their (Brown) tags. */
 static const char *tag_words[][2] = {
@@ -149,7 +101,7 @@ static bool setup(tmp_run *r, bool tagged, const char *keys) {
              "3e-3\ntrain.warmup = 20\n"
              "train.max_tokens = 256\ntrain.threads = 1\n%s",
              tagged ? "tagging" : "classify", r->train, r->dev, r->run_dir, keys);
-    write_file(r->conf, text);
+    cli_write_file(r->conf, text);
     return true;
 }
 
@@ -157,12 +109,6 @@ static void cleanup(const tmp_run *r) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
     CHECK(system(cmd) == 0);
-}
-
-/* The number after `what` in text (NAN when absent). */
-static double number_after(const char *text, const char *what) {
-    const char *p = strstr(text, what);
-    return p ? strtod(p + strlen(what), NULL) : NAN;
 }
 
 TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
@@ -173,7 +119,7 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
               "eval.universal = brown\nmodel.features = suffix2 shape\ntrain.word_dropout = 0.25\n"
               "train.steps = 150\ntrain.eval_every = 75\n"));
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
     CHECK_MSG(strstr(out, "| tagging | 300 training sentences") &&
                   strstr(out, "eval step 150: dev accuracy") && strstr(out, "universal") &&
                   strstr(out, "OOV"),
@@ -196,12 +142,12 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
              "grep -c '\"dev_accuracy\":.*\"dev_universal_accuracy\":.*\"dev_oov_accuracy\"' "
              "%s/log.jsonl",
              r.run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
     /* eval: accuracies of the dev file */
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 2", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "eval: %s", out);
-    const double acc = number_after(out, "tokens: accuracy "),
-                 univ = number_after(out, ", universal ");
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "eval: %s", out);
+    const double acc = cli_number_after(out, "tokens: accuracy "),
+                 univ = cli_number_after(out, ", universal ");
     CHECK_MSG(acc >= 97 && univ >= acc && strstr(out, "40 sentences") && strstr(out, "OOV tokens"),
               "eval: %s", out);
     CHECK_MSG(strstr(out, "/AT ") && strstr(out, "./.\n"), "--show: %s", out);
@@ -210,20 +156,20 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
              "printf 'the cat runs .\\n\\na big dog sees the bird .\\n' | %s decode %s",
              QKV_CLI_PATH, r.run_dir);
     CHECK_MSG(
-        run(cmd, out, sizeof out) == 0 &&
+        cli_run(cmd, out, sizeof out) == 0 &&
             !strcmp(
                 out,
                 "the/AT cat/NN runs/VBZ ./.\n\na/AT big/JJ dog/NN sees/VBZ the/AT bird/NN ./.\n"),
         "decode: '%s'", out);
     snprintf(cmd, sizeof cmd, "printf 'the Zzyzx runs .\\n' | %s decode %s --stream", QKV_CLI_PATH,
              r.run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && !strncmp(out, "the/AT Zzyzx/", 13) &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "the/AT Zzyzx/", 13) &&
                   strstr(out, " runs/VBZ ./.\n"),
               "decode of an unknown word: '%s'", out);
     /* attention maps of the encoder */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat runs .' --terminal --out %s/maps", QKV_CLI_PATH,
              r.run_dir, r.dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "the cat runs . -> AT NN VBZ .") &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "the cat runs . -> AT NN VBZ .") &&
                   strstr(out, "2 attention maps (1 encoder layers x 2 heads)") &&
                   strstr(out, "encoder layer 0, head 1 (self)"),
               "attn: %s", out);
@@ -231,11 +177,11 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     CHECK(access(path, F_OK) == 0);
     /* seq2seq options, over-long inputs */
     snprintf(cmd, sizeof cmd, "%s eval %s %s --beam 4", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--beam applies to seq2seq runs") &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 2 && strstr(out, "--beam applies to seq2seq runs") &&
                   strstr(out, "tagging run"),
               "--beam: %s", out);
     snprintf(cmd, sizeof cmd, "echo the cat | %s decode %s --nbest 2", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq runs"),
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq runs"),
               "--nbest: %s", out);
     snprintf(path, sizeof path, "%s/long.txt", r.dir);
     FILE *f = fopen(path, "w");
@@ -245,21 +191,21 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     fprintf(f, "\n");
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s decode %s %s", QKV_CLI_PATH, r.run_dir, path);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
                   strstr(out, "long.txt:2: input longer than the model's limit of 256 tokens"),
               "long line: %s", out);
     /* a damaged task.conf */
     snprintf(path, sizeof path, "%s/task.conf", r.run_dir);
-    write_file(path, "task = tagging\nmodel.features = suffix2 shape\ndata.tag_colum = 1\n");
+    cli_write_file(path, "task = tagging\nmodel.features = suffix2 shape\ndata.tag_colum = 1\n");
     snprintf(cmd, sizeof cmd, "echo the cat | %s decode %s", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
                   strstr(out, "task.conf:3: unknown key 'data.tag_colum'"),
               "task.conf: %s", out);
-    write_file(path, "task = ranking\n");
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "task.conf: unknown task 'ranking'"),
+    cli_write_file(path, "task = ranking\n");
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "task.conf: unknown task 'ranking'"),
               "task.conf: %s", out);
-    write_file(path, "task = tagging\nmodel.features = suffix2\n");
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 &&
+    cli_write_file(path, "task = tagging\nmodel.features = suffix2\n");
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
                   strstr(out, "not the encoder with a token head and 1 feature inputs"),
               "task.conf: %s", out);
     cleanup(&r);
@@ -270,29 +216,29 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
     tmp_run r;
     CHECK(setup(&r, false, "train.steps = 150\ntrain.eval_every = 150\n"));
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
     CHECK_MSG(strstr(out, "| classify | 300 training texts") &&
                   strstr(out, "2 labels (positive: pos)") &&
                   strstr(out, "eval step 150: dev accuracy") && strstr(out, "precision") &&
                   strstr(out, "F1"),
               "train output: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 1", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "eval: %s", out);
-    CHECK_MSG(number_after(out, "texts: accuracy ") >= 95 &&
-                  number_after(out, "; pos: precision ") >= 90 &&
-                  number_after(out, "recall ") >= 90 && !strncmp(out, "pos\t", 4) &&
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "eval: %s", out);
+    CHECK_MSG(cli_number_after(out, "texts: accuracy ") >= 95 &&
+                  cli_number_after(out, "; pos: precision ") >= 90 &&
+                  cli_number_after(out, "recall ") >= 90 && !strncmp(out, "pos\t", 4) &&
                   strstr(out, "(gold pos)"),
               "eval: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'the movie was great\\nit was so awful\\n' | %s decode %s",
              QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "decode: %s", out);
     const char *second = strchr(out, '\n');
     CHECK_MSG(!strncmp(out, "pos\t0.", 6) && second && !strncmp(second + 1, "neg\t0.", 6) &&
-                  number_after(out, "pos\t") > 0.5,
+                  cli_number_after(out, "pos\t") > 0.5,
               "decode: '%s'", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'a good film' --out %s/maps", QKV_CLI_PATH, r.run_dir,
              r.dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "a good film -> pos"), "attn: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "a good film -> pos"), "attn: %s", out);
     cleanup(&r);
 }
 
@@ -305,18 +251,18 @@ TEST(cli_tagging_resume_is_bit_identical) {
                 "model.features = suffix1 lower\nmodel.dropout = 0.2\ntrain.word_dropout = 1\n"
                 "train.steps = 12\ntrain.eval_every = 6\n"));
     snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=6", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"), "resume: %s",
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"), "resume: %s",
               out);
     snprintf(a, sizeof a, "%s/straight/last.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/last.safetensors", r.run_dir);
-    CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
+    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/checkpoint.safetensors", r.run_dir);
-    CHECK_MSG(same_file(a, b), "%s and %s differ", a, b);
+    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     cleanup(&r);
 }
 
@@ -338,17 +284,17 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(cmd, sizeof cmd, "%s train %s --set %s", QKV_CLI_PATH, r.conf, cases[i].set);
-        CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect), "--set %s: %s",
+        CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect), "--set %s: %s",
                   cases[i].set, out);
     }
     /* malformed lines: tagged (no TAB), labeled (no TAB) */
-    write_file(r.dev, "the\tAT\t-\ncat NN -\n");
+    cli_write_file(r.dev, "the\tAT\t-\ncat NN -\n");
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "dev.tsv:2:"),
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "dev.tsv:2:"),
               "malformed tagged line: %s", out);
-    write_file(r.train, "pos\tgood film\nneg bad film\n");
+    cli_write_file(r.train, "pos\tgood film\nneg bad film\n");
     snprintf(cmd, sizeof cmd, "%s train %s --set task=classify", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
               "malformed labeled line: %s", out);
     cleanup(&r);
 }
@@ -359,7 +305,7 @@ TEST(cli_seq2seq_task_conf_carries_src_tokens) {
     char cmd[4096], out[8192], text[1024], dir[] = "/tmp/qkv_enc_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     snprintf(text, sizeof text, "%s/pairs.tsv", dir);
-    write_file(text, "ab cd\tX Y\nef\tZ\n");
+    cli_write_file(text, "ab cd\tX Y\nef\tZ\n");
     char conf[128];
     snprintf(conf, sizeof conf, "%s/run.conf", dir);
     snprintf(cmd, sizeof cmd,
@@ -368,13 +314,13 @@ TEST(cli_seq2seq_task_conf_carries_src_tokens) {
              "model.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 8\ntrain.steps = "
              "1\neval.strategy = greedy\n",
              text, text, dir);
-    write_file(conf, cmd);
+    cli_write_file(conf, cmd);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "grep -c 'data.src_tokens = true' %s/run/task.conf", dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
     snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy", QKV_CLI_PATH, dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s", out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -79,17 +79,26 @@ static void encode(const qkv_vocab *v, const char *line, int32_t *ids, int32_t *
     }
 }
 
+/* The best model of a run and its vocabulary. */
+static bool load_run(const char *run_dir, qkv_model **m, qkv_vocab **v) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/model.safetensors", run_dir);
+    CHECK_OK(qkv_model_load(p, m));
+    snprintf(p, sizeof p, "%s/tgt.vocab", run_dir);
+    CHECK_OK(qkv_vocab_load(p, v));
+    if (*m && *v) return true;
+    qkv_model_free(*m);
+    qkv_vocab_free(*v);
+    return false;
+}
+
 /* Cross-entropy per token of a text file under the run's model: every line scored alone with
  * qkv_model_lm and qkv_cross_entropy (mean over its tokens, times their number). */
 static double direct_cross_entropy(const char *run_dir, const char *path, int64_t *events) {
-    char p[256], line[256];
-    snprintf(p, sizeof p, "%s/model.safetensors", run_dir);
+    char line[256];
     qkv_model *m = NULL;
     qkv_vocab *v = NULL;
-    CHECK_OK(qkv_model_load(p, &m));
-    snprintf(p, sizeof p, "%s/tgt.vocab", run_dir);
-    CHECK_OK(qkv_vocab_load(p, &v));
-    if (!m || !v) return NAN;
+    if (!load_run(run_dir, &m, &v)) return NAN;
     qkv_ctx *ctx = tu_ctx();
     qkv_ctx_set_grad_enabled(ctx, false);
     qkv_ctx_set_training(ctx, false);
@@ -125,15 +134,10 @@ static double direct_cross_entropy(const char *run_dir, const char *path, int64_
 /* What qkv_generate's greedy search continues a prompt with (at most max_len tokens). */
 static void direct_greedy(const char *run_dir, const char *prompt, int32_t max_len, char *out,
                           size_t size) {
-    char p[256];
-    snprintf(p, sizeof p, "%s/model.safetensors", run_dir);
     qkv_model *m = NULL;
     qkv_vocab *v = NULL;
-    CHECK_OK(qkv_model_load(p, &m));
-    snprintf(p, sizeof p, "%s/tgt.vocab", run_dir);
-    CHECK_OK(qkv_vocab_load(p, &v));
     out[0] = '\0';
-    if (!m || !v) return;
+    if (!load_run(run_dir, &m, &v)) return;
     int32_t ids[64], n = 0;
     encode(v, prompt, ids, &n);
     qkv_decode_params dp = qkv_decode_default_params();
@@ -226,10 +230,11 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
     /* attention maps */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat' --terminal --out %s/maps", QKV_CLI_PATH,
              r.run_dir, r.dir);
-    CHECK_MSG(
-        cli_run(cmd, out, sizeof out) == 0 && strstr(out, "the cat -> next symbol predicted") &&
-            strstr(out, "2 attention maps (1 layers x 2 heads, causal)") && strstr(out, "head 1"),
-        "attn: %s", out);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+                  strstr(out, "the cat -> next symbol predicted") &&
+                  strstr(out, "2 attention maps (1 decoder layers x 2 heads)") &&
+                  strstr(out, "decoder layer 0, head 1 (masked self)"),
+              "attn: %s", out);
     snprintf(path, sizeof path, "%s/maps/index.html", r.dir);
     CHECK(access(path, F_OK) == 0);
     cleanup(&r);

@@ -19,7 +19,7 @@
  *   A(h) = 0 (h never seen as a context)
  *
  * and a symbol is scored with P_K, K = min(N, symbols before it + 1): interpolated Kneser-Ney
- * with one discount per order (Chen & Goodman 1999, eq. 19, without the modified discounts).
+ * with one discount per order (Chen & Goodman 1999, not their modified three-discount variant).
  * It sums to 1 over V for every history (tests/datasets/test_ngram_lm.c checks it);
  * scripts/ngram_reference.py is an independent implementation (the test's fixture).
  *

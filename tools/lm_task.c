@@ -15,7 +15,8 @@
  * `qkv eval RUN FILE` prints the same figures for a file; `qkv decode RUN` continues prompts (one
  * per line, possibly empty: then the model writes a text from nothing) with qkv_generate (greedy
  * by default, --beam K, --sample with --temperature / --top-k / --top-p / --seed; --max-len N
- * symbols at most, <eos> included) and prints "prompt<TAB>continuation"; `qkv attn RUN INPUT`
+ * symbols at most, <eos> included; --nbest N alone: beam search) and prints
+ * "prompt<TAB>continuation"; `qkv attn RUN INPUT`
  * writes the causal self-attention maps of every layer and head over <bos> INPUT.
  */
 #include "lm_text.h"
@@ -326,7 +327,7 @@ static int lm_decode_run(run_dir *r, const char *const *files, int n_files,
     lm_text_opts to;
     if (!open_run(r, "decode", &to)) return 1;
     decode_state d = {.r = r, .unit = to.unit, .dp = *o->decode, .user_max = o->decode->max_len};
-    if (!o->strategy_set) d.dp.strategy = QKV_DECODE_GREEDY;
+    if (!o->strategy_set) d.dp.strategy = d.dp.n_best > 1 ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
     d.dp.bos_id = QKV_VOCAB_BOS;
     d.dp.eos_id = QKV_VOCAB_EOS;
     d.ids = malloc(sizeof *d.ids * (size_t)r->model->cfg.max_len);

@@ -227,6 +227,13 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
                   strchr(out, '\n') && !strncmp(strchr(out, '\n') + 1, "the dog\t", 8) &&
                   strstr(out, "\t-"),
               "decode --beam: %s", out);
+    /* --nbest alone is beam search (K = 4, the default beam) */
+    snprintf(cmd, sizeof cmd, "echo 'the dog' | %s decode %s --beam 4 --nbest 2", QKV_CLI_PATH,
+             r.run_dir);
+    CHECK_MSG(cli_run(cmd, first, sizeof first) == 0, "decode --beam 4: %s", first);
+    snprintf(cmd, sizeof cmd, "echo 'the dog' | %s decode %s --nbest 2", QKV_CLI_PATH, r.run_dir);
+    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--nbest 2: %s / %s", out,
+              first);
     /* attention maps */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat' --terminal --out %s/maps", QKV_CLI_PATH,
              r.run_dir, r.dir);

@@ -269,6 +269,16 @@ def seq2seq_fixture(out_dir, norm_first):
     save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
 
 
+def spread_biases_and_norms(model):
+    """Biases uniform in [-0.5, 0.5), LayerNorm gains in [0.5, 1.5): a test then sees them."""
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("bias"):
+                p.uniform_(-0.5, 0.5)
+            elif "norm" in n:
+                p.uniform_(0.5, 1.5)
+
+
 def sincos_2d(rows, cols, C):
     """2-D sin-cos positions as qkv_sincos_2d_pe: [sin(r w) | cos(r w) | sin(c w) | cos(c w)],
     w_k = 10000^(-k / Q), Q = C / 4, cells in raster order (MoCo v3's layout)."""
@@ -341,12 +351,7 @@ def vit_fixture(out_dir, class_token, pos, norm_first, activation, name):
     torch.manual_seed(7)
     B, Hi, Wi, Ch, P, C, H, layers, FF, K = 3, 4, 6, 2, 2, 8, 2, 2, 16, 5
     model = TinyViT(Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if n.endswith("bias"):
-                p.uniform_(-0.5, 0.5)
-            elif "norm" in n:
-                p.uniform_(0.5, 1.5)
+    spread_biases_and_norms(model)
     model.train()  # dropout 0 and train mode: no fused fast path
     pixels = torch.rand(B, Hi, Wi, Ch, requires_grad=True)
     labels = torch.tensor([3, 0, 4])

@@ -17,6 +17,7 @@
  */
 #include "encoder_input.h"
 #include "encoder_lines.h"
+#include "encoder_task.h"
 #include "run_dir.h"
 #include "task.h"
 
@@ -51,27 +52,11 @@ static double label_probability(const qkv_real *x, int64_t K, int32_t id) {
 /* ---- scoring -----------------------------------------------------------------------------------
  */
 
-typedef struct label_set {
-    qkv_corpus *corpus;
-    qkv_dataset *data;
-    enc_feats feats;
-} label_set;
-
-static qkv_status label_set_load(label_set *t, const char *path, int64_t max_len,
-                                 const enc_input *in, const qkv_vocab *labels) {
-    memset(t, 0, sizeof *t);
-    qkv_read_opts ro = {.max_src_len = max_len};
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, path, &ro, &t->corpus);
-    if (!st) st = qkv_dataset_encode(t->corpus, in->words, labels, false, &t->data);
-    if (!st) st = enc_input_encode(in, t->corpus, &t->feats);
-    return st;
-}
-
-static void label_set_free(label_set *t) {
-    enc_feats_free(&t->feats);
-    qkv_dataset_free(t->data);
-    qkv_corpus_free(t->corpus);
-    memset(t, 0, sizeof *t);
+/* A labeled file encoded for a run. */
+static qkv_status label_set_load(enc_set *t, const char *path, int64_t max_len, const enc_input *in,
+                                 const qkv_vocab *labels) {
+    const qkv_read_opts ro = {.max_src_len = max_len};
+    return enc_set_load(t, QKV_CORPUS_LABELED, path, &ro, in, labels);
 }
 
 typedef struct label_counts {
@@ -96,7 +81,7 @@ static qkv_status store_labels(void *user, const qkv_batch *b, const qkv_tensor 
     return QKV_OK;
 }
 
-static qkv_status score_set(const qkv_model *m, const enc_input *in, const label_set *t,
+static qkv_status score_set(const qkv_model *m, const enc_input *in, const enc_set *t,
                             int64_t max_tokens, label_counts *c, label_sink *out) {
     memset(c, 0, sizeof *c);
     const int64_t n = qkv_dataset_size(t->data);
@@ -146,11 +131,8 @@ typedef struct classify_task {
     classify_settings cs;
     enc_input_settings is;
     enc_input in;
-    qkv_corpus *train_corpus;
     qkv_vocab *labels;
-    qkv_dataset *train;
-    enc_feats train_feats;
-    label_set dev;
+    enc_set train, dev;
     enc_batch_buf buf;
 } classify_task;
 
@@ -162,56 +144,28 @@ static bool classify_create(config *cfg, task **out) {
     }
     t->base.ops = &classify_task_ops;
     *out = &t->base;
-    if (!task_read_common(cfg, &t->base.s) || !read_classify(cfg, &t->cs) ||
-        !enc_input_read_settings(cfg, true, &t->is) ||
-        !task_read_encoder_model(cfg, QKV_HEAD_POOLED, t->cs.max_len, &t->base.s.model))
-        return false;
-    if (t->base.s.model.max_len < t->cs.max_len)
-        return config_fail(cfg, "model.max_len",
-                           "model.max_len = %d is shorter than data.max_src_len = %lld",
-                           t->base.s.model.max_len, (long long)t->cs.max_len);
-    return true;
+    return task_read_common(cfg, &t->base.s) && read_classify(cfg, &t->cs) &&
+           enc_input_read_settings(cfg, true, &t->is) &&
+           task_read_encoder_model(cfg, QKV_HEAD_POOLED, t->cs.max_len, &t->base.s.model) &&
+           enc_task_check_max_len(cfg, &t->base.s.model, t->cs.max_len);
 }
 
 static qkv_status classify_prepare(task *base, bool resume) {
     classify_task *t = (classify_task *)base;
-    task_settings *s = &base->s;
-    char path[1024];
+    const task_settings *s = &base->s;
     qkv_read_opts ro = {.max_src_len = t->cs.max_len};
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, s->train_path, &ro, &t->train_corpus);
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, s->train_path, &ro, &t->train.corpus);
     if (st) return st;
-    if (resume) {
-        if ((st = enc_input_load(&t->in, &t->is, s->out_dir, NULL)) ||
-            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
-            (st = qkv_vocab_load(path, &t->labels)))
-            return st;
-    } else {
-        char features[512];
-        enc_input_features_line(&t->is, features, sizeof features);
-        const char *lines[] = {features};
-        /* labels in first-seen order: the first label of the file is the positive one */
-        if ((st = enc_input_build(&t->in, &t->is, t->train_corpus, s->out_dir)) ||
-            (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, false, &t->labels)) ||
-            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
-            (st = qkv_vocab_save(t->labels, path)) ||
-            (st = task_write_conf(s->out_dir, "classify", lines, 1)))
-            return st;
-    }
-    t->in.s.word_dropout = t->is.word_dropout;
-    if ((st = qkv_dataset_encode(t->train_corpus, t->in.words, t->labels, false, &t->train)) ||
-        (st = enc_input_encode(&t->in, t->train_corpus, &t->train_feats)) ||
-        (st = enc_input_count_words(&t->in, t->train)) ||
+    char features[512];
+    enc_input_features_line(&t->is, features, sizeof features);
+    const char *lines[] = {features};
+    /* labels in first-seen order: the first label of the file is the positive one */
+    if ((st = enc_task_vocabs(&t->in, &t->is, t->train.corpus, resume, false, s->out_dir,
+                              "classify", lines, 1, &t->labels)) ||
+        (st = enc_task_encode_train(&t->in, &t->is, &t->train, t->labels)) ||
         (st = label_set_load(&t->dev, s->dev_path, t->cs.max_len, &t->in, t->labels)))
         return st;
-    s->model.src_vocab = qkv_vocab_size(t->in.words);
-    s->model.tgt_vocab = qkv_vocab_size(t->labels);
-    s->model.n_features = t->in.s.n_features;
-    for (int k = 0; k < t->in.s.n_features; k++)
-        s->model.feature_vocab[k] = qkv_vocab_size(t->in.feat[k]);
-    base->train = t->train;
-    base->batch_opts = qkv_batch_default_opts(s->max_tokens);
-    base->batch_opts.seed = s->train.seed;
-    base->batch_opts.bucket_width = 8;
+    enc_task_finish_prepare(base, &t->in, t->labels, &t->train, 8);
     return QKV_OK;
 }
 
@@ -219,7 +173,7 @@ static qkv_status classify_batch(task *base, const qkv_batch *b, qkv_train_batch
     classify_task *t = (classify_task *)base;
     const int32_t *src = NULL, *feats = NULL;
     qkv_status st =
-        enc_input_batch(&t->in, &t->train_feats, b, &base->s.train.seed, &t->buf, &src, &feats);
+        enc_input_batch(&t->in, &t->train.feats, b, &base->s.train.seed, &t->buf, &src, &feats);
     if (st) return st;
     int32_t *labels = enc_batch_labels(&t->buf, (size_t)b->rows);
     if (!labels) return qkv_set_error(QKV_ERR_OOM, "out of memory");
@@ -254,43 +208,30 @@ static void classify_describe(const task *base, FILE *f) {
     const classify_task *t = (const classify_task *)base;
     const int n_labels = qkv_vocab_size(t->labels) - QKV_VOCAB_RESERVED;
     fprintf(f, "%lld training texts (%lld tokens), %lld dev texts | %d tokens, %d labels",
-            (long long)qkv_dataset_size(t->train),
-            (long long)t->train_feats.start[t->train_feats.n],
+            (long long)qkv_dataset_size(t->train.data),
+            (long long)t->train.feats.start[t->train.feats.n],
             (long long)qkv_dataset_size(t->dev.data), qkv_vocab_size(t->in.words), n_labels);
     if (n_labels == 2) fprintf(f, " (positive: %s)", qkv_vocab_symbol(t->labels, POSITIVE));
-    for (int k = 0; k < t->in.s.n_features; k++)
-        fprintf(f, "%s %s %d", k ? "," : " | features:", qkv_word_feature_name(t->in.s.features[k]),
-                qkv_vocab_size(t->in.feat[k]));
+    enc_task_describe_features(&t->in, f);
 }
 
 static void classify_free(task *base) {
     classify_task *t = (classify_task *)base;
     enc_batch_buf_free(&t->buf);
-    label_set_free(&t->dev);
-    enc_feats_free(&t->train_feats);
-    qkv_dataset_free(t->train);
+    enc_set_free(&t->dev);
+    enc_set_free(&t->train);
     qkv_vocab_free(t->labels);
     enc_input_free(&t->in);
-    qkv_corpus_free(t->train_corpus);
     free(t);
 }
 
 /* ---- qkv eval / decode / attn on a classify run
  * ----------------------------------------------------- */
 
-static bool open_run(run_dir *r, const char *cmd, enc_input *in) {
-    enc_input_settings is;
-    if (!enc_input_read_settings(&r->conf, false, &is) || !config_check_unused(&r->conf)) {
-        fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
-        return false;
-    }
-    return enc_open_run(r, cmd, QKV_HEAD_POOLED, &is, in);
-}
-
 static int classify_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     enc_input in;
-    if (!open_run(r, "eval", &in)) return 1;
-    label_set t;
+    if (!enc_open_run_conf(r, "eval", QKV_HEAD_POOLED, true, &in)) return 1;
+    enc_set t;
     label_counts c;
     label_sink out = {NULL, NULL};
     int rc = 1;
@@ -318,7 +259,7 @@ static int classify_eval_run(run_dir *r, const char *data, const task_run_opts *
     }
     free(out.pred);
     free(out.prob);
-    label_set_free(&t);
+    enc_set_free(&t);
     enc_input_free(&in);
     return rc;
 }
@@ -339,19 +280,11 @@ static void print_labels(void *user, const enc_lines *l, const qkv_tensor *logit
 
 static int classify_decode_run(run_dir *r, const char *const *files, int n_files,
                                const task_run_opts *o) {
-    enc_input in;
-    if (!open_run(r, "decode", &in)) return 1;
-    const int rc = enc_decode_files(r, &in, files, n_files, o->stream, print_labels, r);
-    enc_input_free(&in);
-    return rc;
+    return enc_decode_run(r, QKV_HEAD_POOLED, true, files, n_files, o, print_labels, r);
 }
 
 static int classify_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
-    enc_input in;
-    if (!open_run(r, "attn", &in)) return 1;
-    const int rc = enc_attn(r, o->run, &in, input, o->out_dir, o->terminal, o->layer, o->head);
-    enc_input_free(&in);
-    return rc;
+    return enc_attn_run(r, QKV_HEAD_POOLED, true, input, o);
 }
 
 const task_ops classify_task_ops = {.name = "classify",

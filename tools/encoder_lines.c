@@ -258,3 +258,32 @@ bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const e
     return true;
 }
 
+
+bool enc_open_run_conf(run_dir *r, const char *cmd, qkv_head_kind head, bool keys_ok,
+                       enc_input *in) {
+    enc_input_settings is;
+    if (!keys_ok || !enc_input_read_settings(&r->conf, false, &is) ||
+        !config_check_unused(&r->conf)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
+        return false;
+    }
+    return enc_open_run(r, cmd, head, &is, in);
+}
+
+int enc_decode_run(run_dir *r, qkv_head_kind head, bool keys_ok, const char *const *files,
+                   int n_files, const task_run_opts *o, enc_print_fn print, void *user) {
+    enc_input in;
+    if (!enc_open_run_conf(r, "decode", head, keys_ok, &in)) return 1;
+    const int rc = enc_decode_files(r, &in, files, n_files, o->stream, print, user);
+    enc_input_free(&in);
+    return rc;
+}
+
+int enc_attn_run(run_dir *r, qkv_head_kind head, bool keys_ok, const char *input,
+                 const task_run_opts *o) {
+    enc_input in;
+    if (!enc_open_run_conf(r, "attn", head, keys_ok, &in)) return 1;
+    const int rc = enc_attn(r, o->run, &in, input, o->out_dir, o->terminal, o->layer, o->head);
+    enc_input_free(&in);
+    return rc;
+}

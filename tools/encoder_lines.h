@@ -6,13 +6,16 @@
  * weights of every layer and head and writes them as pictures (qkv_viz.h).
  *
  * A line longer than the model's max_len tokens is an error naming file and line; an empty line
- * gives an empty output line, so outputs stay aligned with inputs.
+ * gives an empty output line, so outputs stay aligned with inputs. Also here: opening such a run
+ * from its task.conf, and the whole `qkv decode` / `qkv attn` drivers the tasks share (a task
+ * passes its head, whether its own task.conf keys read, and its printer).
  */
 #ifndef QKV_TOOLS_ENCODER_LINES_H
 #define QKV_TOOLS_ENCODER_LINES_H
 
 #include "encoder_input.h"
 #include "run_dir.h"
+#include "task.h"
 
 typedef struct enc_lines {
     int64_t n;        /* lines */
@@ -44,6 +47,19 @@ typedef void (*enc_print_fn)(void *user, const enc_lines *l, const qkv_tensor *l
  * check that the model is the encoder with the given head and the feature tables task.conf
  * describes, and load the feature vocabularies. False after a message on stderr naming cmd. */
 bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const enc_input_settings *is, enc_input *in);
+
+/* enc_open_run for `qkv CMD` after the task read its own keys of the run's task.conf (keys_ok
+ * false: that failed, r->conf.error says why): model.features, no other key, then the checks and
+ * vocabularies of enc_open_run. False after a message on stderr. */
+bool enc_open_run_conf(run_dir *r, const char *cmd, qkv_head_kind head, bool keys_ok,
+                       enc_input *in);
+
+/* `qkv decode` and `qkv attn` on an encoder-only run: enc_open_run_conf, then enc_decode_files
+ * or enc_attn with the options o. The exit status. */
+int enc_decode_run(run_dir *r, qkv_head_kind head, bool keys_ok, const char *const *files,
+                   int n_files, const task_run_opts *o, enc_print_fn print, void *user);
+int enc_attn_run(run_dir *r, qkv_head_kind head, bool keys_ok, const char *input,
+                 const task_run_opts *o);
 
 /* `qkv decode` for an encoder-only run: every line of the files (stdin when n_files is 0), in
  * batches of 64 lines, or each line as soon as it is read with stream. Returns the exit status

@@ -5,99 +5,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *pos_names[] = {"none", "sinusoidal", "learned"};
-static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
-static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
-static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
-static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
-static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
 static const char *ss_names[] = {"none", "linear", "exponential", "inverse_sigmoid"};
 static const char *strategy_names[] = {"greedy", "beam", "mask_predict"};
 static const char *lp_names[] = {"none", "average", "gnmt"};
 #define N(a) a, (int)(sizeof a / sizeof *a)
-
-static bool read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
-    char key[96];
-    int e = 0;
-    int64_t v = 0;
-#define KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
-    if (!config_enum(cfg, KEY("score"), a->score, N(score_names), &e)) return false;
-    a->score = (qkv_score_kind)e;
-    if (!config_enum(cfg, KEY("norm"), a->norm, N(norm_names), &e)) return false;
-    a->norm = (qkv_attn_norm)e;
-    if (!config_enum(cfg, KEY("relpos"), a->relpos, N(relpos_names), &e)) return false;
-    a->relpos = (qkv_relpos_kind)e;
-    if (!config_int(cfg, KEY("relpos_max_distance"), a->relpos_max_distance, 0, 100000, &v)) return false;
-    a->relpos_max_distance = (int32_t)v;
-    if (!config_int(cfg, KEY("relpos_buckets"), a->relpos_buckets, 1, 100000, &v)) return false;
-    a->relpos_buckets = (int32_t)v;
-#undef KEY
-    return true;
-}
 
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     memset(s, 0, sizeof *s);
     int64_t v;
     int e;
     double d;
-    bool ok = config_str(cfg, "data.train", NULL, &s->train_path) && config_str(cfg, "data.dev", NULL, &s->dev_path) &&
-              config_str(cfg, "data.test", NULL, &s->test_path) && config_str(cfg, "out.dir", NULL, &s->out_dir) &&
-              config_bool(cfg, "data.src_tokens", false, &s->src_tokens) &&
-              config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) &&
-              config_int(cfg, "data.max_tgt_len", 64, 1, 100000, &s->max_tgt_len);
-    if (!ok) return false;
-    /* model */
+    /* the keys every task reads (task.c), with the same defaults */
+    task_settings c;
+    if (!task_read_common(cfg, &c)) return false;
+    s->train_path = c.train_path, s->dev_path = c.dev_path, s->test_path = c.test_path;
+    s->out_dir = c.out_dir;
+    s->train = c.train;
+    s->steps = c.steps, s->max_tokens = c.max_tokens, s->eval_every = c.eval_every;
+    s->log_every = c.log_every, s->threads = c.threads;
+    if (!config_bool(cfg, "data.src_tokens", false, &s->src_tokens) ||
+        !config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) ||
+        !config_int(cfg, "data.max_tgt_len", 64, 1, 100000, &s->max_tgt_len))
+        return false;
+    /* model: the encoder's keys (task.c), then the decoder's */
     qkv_model_config *m = &s->model;
-    int64_t d_model, heads, enc, dec;
-    if (!config_int(cfg, "model.d_model", 256, 1, 65536, &d_model) || !config_int(cfg, "model.heads", 4, 1, 1024, &heads) ||
-        !config_int(cfg, "model.encoder_layers", 3, 1, 1000, &enc) || !config_int(cfg, "model.decoder_layers", 3, 1, 1000, &dec))
+    const int64_t max_len = s->max_src_len > s->max_tgt_len + 1 ? s->max_src_len : s->max_tgt_len + 1;
+    int64_t dec;
+    if (!task_read_encoder_model(cfg, QKV_HEAD_TOKEN, max_len, m) ||
+        !config_int(cfg, "model.decoder_layers", 3, 1, 1000, &dec))
         return false;
-    *m = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, (int32_t)d_model, (int32_t)heads, (int32_t)enc);
+    m->arch = QKV_ARCH_ENCODER_DECODER; /* qkv_model_default_config's encoder-decoder */
     m->n_decoder_layers = (int32_t)dec;
-    if (!config_int(cfg, "model.ff", 4 * d_model, 1, 1 << 20, &v)) return false;
-    m->dim_feedforward = (int32_t)v;
-    if (!config_double(cfg, "model.dropout", 0.1, 0, 0.99, &m->dropout)) return false;
-    if (!config_bool(cfg, "model.norm_first", false, &m->norm_first)) return false;
     if (!config_bool(cfg, "model.tie_embeddings", false, &m->tie_embeddings)) return false;
-    if (!config_enum(cfg, "model.pos", QKV_POS_SINUSOIDAL, N(pos_names), &e)) return false;
-    m->pos = (qkv_abs_pos)e;
-    if (!config_enum(cfg, "model.activation", QKV_ACT_RELU, N(act_names), &e)) return false;
-    m->activation = (qkv_activation)e;
-    if (!config_int(cfg, "model.max_len", s->max_src_len > s->max_tgt_len + 1 ? s->max_src_len : s->max_tgt_len + 1, 1, 1 << 20, &v))
-        return false;
-    m->max_len = (int32_t)v;
-    m->pad_id = QKV_VOCAB_PAD;
     if (!config_bool(cfg, "model.nat", false, &m->nat)) return false; /* mask_id: seq2seq_nat_mask */
-    if (!read_attention(cfg, "model.attention", &m->self_attn)) return false;
     m->dec_self_attn = m->self_attn;
     m->dec_self_attn.relpos_bidirectional = m->nat; /* a nat decoder looks both ways */
     m->cross_attn = m->self_attn;
     if (m->cross_attn.relpos != QKV_RELPOS_NONE && m->cross_attn.relpos != QKV_RELPOS_ALIBI &&
         m->cross_attn.relpos != QKV_RELPOS_T5)
         m->cross_attn.relpos = QKV_RELPOS_NONE; /* Shaw / RoPE positions do not cross sequences */
-    if (!read_attention(cfg, "model.cross_attention", &m->cross_attn)) return false;
-    /* training */
+    if (!task_read_attention(cfg, "model.cross_attention", &m->cross_attn)) return false;
+    /* training: the decoder's keys */
     qkv_train_config *t = &s->train;
-    *t = qkv_train_default_config();
-    double lr, min_lr;
-    int64_t warmup;
-    if (!config_int(cfg, "train.steps", 2000, 1, INT64_C(1) << 40, &s->steps) ||
-        !config_int(cfg, "train.max_tokens", 4096, 1, INT64_C(1) << 30, &s->max_tokens) ||
-        !config_double(cfg, "train.lr", 1e-3, 0, 10, &lr) || !config_int(cfg, "train.warmup", 400, 0, INT64_C(1) << 40, &warmup) ||
-        !config_double(cfg, "train.min_lr", 1e-5, 0, 10, &min_lr) ||
-        !config_enum(cfg, "train.schedule", 1, N(schedule_names), &e))
-        return false;
-    t->schedule = (qkv_lr_schedule){.kind = e == 0 ? QKV_LR_CONSTANT : e == 1 ? QKV_LR_INV_SQRT : QKV_LR_WARMUP_COSINE,
-                                    .base_lr = lr, .warmup_steps = warmup, .total_steps = s->steps, .min_lr = min_lr};
-    t->optim.lr = lr;
-    if (!config_double(cfg, "train.weight_decay", t->optim.weight_decay, 0, 10, &t->optim.weight_decay) ||
-        !config_double(cfg, "train.clip", 1.0, 0, 1e9, &t->clip_norm) ||
-        !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
-        !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
-        return false;
-    t->accum_steps = (int32_t)v;
-    if (!config_int(cfg, "train.seed", 1, 0, INT64_MAX, &v)) return false;
-    t->seed = (uint64_t)v;
     if (!config_enum(cfg, "train.ss", 0, N(ss_names), &e)) return false;
     t->ss_kind = (qkv_ss_kind)e;
     if (!config_double(cfg, "train.ss_k", t->ss_k, 0, 1e9, &t->ss_k) ||
@@ -105,10 +54,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
         !config_double(cfg, "train.ss_min_gold", t->ss_min_gold, 0, 1, &t->ss_min_gold) ||
         !config_double(cfg, "train.guided_weight", 0, 0, 1e6, &t->guided_weight) ||
         !config_double(cfg, "train.guided_sigma", 0.2, 1e-6, 1e6, &t->guided_sigma) ||
-        !config_double(cfg, "train.length_weight", 0.1, 0, 1e6, &t->length_weight) ||
-        !config_int(cfg, "train.eval_every", 500, 1, INT64_C(1) << 40, &s->eval_every) ||
-        !config_int(cfg, "train.log_every", 50, 1, INT64_C(1) << 40, &s->log_every) ||
-        !config_int(cfg, "train.threads", 0, 0, 4096, &s->threads))
+        !config_double(cfg, "train.length_weight", 0.1, 0, 1e6, &t->length_weight))
         return false;
     /* decoding for evaluation */
     qkv_decode_params *p = &s->decode;

@@ -20,6 +20,7 @@
  */
 #include "encoder_input.h"
 #include "encoder_lines.h"
+#include "encoder_task.h"
 #include "run_dir.h"
 #include "task.h"
 
@@ -55,28 +56,11 @@ static bool read_tagging(config *cfg, bool training, tagging_settings *ts) {
  */
 
 /* A tagged file encoded for a run. */
-typedef struct tag_set {
-    qkv_corpus *corpus;
-    qkv_dataset *data;
-    enc_feats feats;
-} tag_set;
-
-static qkv_status tag_set_load(tag_set *t, const char *path, int64_t tag_column, int64_t max_len,
+static qkv_status tag_set_load(enc_set *t, const char *path, int64_t tag_column, int64_t max_len,
                                const enc_input *in, const qkv_vocab *tags) {
-    memset(t, 0, sizeof *t);
-    qkv_read_opts ro = {
+    const qkv_read_opts ro = {
         .max_src_len = max_len, .max_tgt_len = max_len, .tag_column = (int)tag_column};
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_TAGGED, path, &ro, &t->corpus);
-    if (!st) st = qkv_dataset_encode(t->corpus, in->words, tags, false, &t->data);
-    if (!st) st = enc_input_encode(in, t->corpus, &t->feats);
-    return st;
-}
-
-static void tag_set_free(tag_set *t) {
-    enc_feats_free(&t->feats);
-    qkv_dataset_free(t->data);
-    qkv_corpus_free(t->corpus);
-    memset(t, 0, sizeof *t);
+    return enc_set_load(t, QKV_CORPUS_TAGGED, path, &ro, in, tags);
 }
 
 typedef struct tag_counts {
@@ -110,7 +94,7 @@ static const char *universal_of(const char *text, size_t len) {
 /* Tag every sentence of t with m and count; pred_out (may be NULL) receives the predictions
  * (malloc'd, one per token in file order). */
 static qkv_status score_set(const qkv_model *m, const enc_input *in, const qkv_vocab *tags,
-                            const tag_set *t, bool universal, int64_t max_tokens, tag_counts *c,
+                            const enc_set *t, bool universal, int64_t max_tokens, tag_counts *c,
                             int32_t **pred_out) {
     memset(c, 0, sizeof *c);
     const int64_t n_tok = t->feats.start[t->feats.n];
@@ -151,11 +135,8 @@ typedef struct tagging_task {
     tagging_settings ts;
     enc_input_settings is;
     enc_input in;
-    qkv_corpus *train_corpus;
     qkv_vocab *tags;
-    qkv_dataset *train;
-    enc_feats train_feats;
-    tag_set dev;
+    enc_set train, dev;
     enc_batch_buf buf;
 } tagging_task;
 
@@ -167,60 +148,31 @@ static bool tagging_create(config *cfg, task **out) {
     }
     t->base.ops = &tagging_task_ops;
     *out = &t->base;
-    if (!task_read_common(cfg, &t->base.s) || !read_tagging(cfg, true, &t->ts) ||
-        !enc_input_read_settings(cfg, true, &t->is) ||
-        !task_read_encoder_model(cfg, QKV_HEAD_TOKEN, t->ts.max_len, &t->base.s.model))
-        return false;
-    if (t->base.s.model.max_len < t->ts.max_len)
-        return config_fail(cfg, "model.max_len",
-                           "model.max_len = %d is shorter than data.max_src_len = %lld",
-                           t->base.s.model.max_len, (long long)t->ts.max_len);
-    return true;
+    return task_read_common(cfg, &t->base.s) && read_tagging(cfg, true, &t->ts) &&
+           enc_input_read_settings(cfg, true, &t->is) &&
+           task_read_encoder_model(cfg, QKV_HEAD_TOKEN, t->ts.max_len, &t->base.s.model) &&
+           enc_task_check_max_len(cfg, &t->base.s.model, t->ts.max_len);
 }
 
 static qkv_status tagging_prepare(task *base, bool resume) {
     tagging_task *t = (tagging_task *)base;
-    task_settings *s = &base->s;
-    char path[1024];
+    const task_settings *s = &base->s;
     qkv_read_opts ro = {.max_src_len = t->ts.max_len,
                         .max_tgt_len = t->ts.max_len,
                         .tag_column = (int)t->ts.tag_column};
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_TAGGED, s->train_path, &ro, &t->train_corpus);
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_TAGGED, s->train_path, &ro, &t->train.corpus);
     if (st) return st;
-    if (resume) {
-        if ((st = enc_input_load(&t->in, &t->is, s->out_dir, NULL)) ||
-            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
-            (st = qkv_vocab_load(path, &t->tags)))
-            return st;
-    } else {
-        char features[512], column[64];
-        enc_input_features_line(&t->is, features, sizeof features);
-        snprintf(column, sizeof column, "data.tag_column = %lld", (long long)t->ts.tag_column);
-        const char *lines[] = {
-            column, features, t->ts.universal ? "eval.universal = brown" : "eval.universal = none"};
-        if ((st = enc_input_build(&t->in, &t->is, t->train_corpus, s->out_dir)) ||
-            (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, true, &t->tags)) ||
-            (st = task_path(path, sizeof path, s->out_dir, "tgt.vocab")) ||
-            (st = qkv_vocab_save(t->tags, path)) ||
-            (st = task_write_conf(s->out_dir, "tagging", lines, 3)))
-            return st;
-    }
-    t->in.s.word_dropout =
-        t->is.word_dropout; /* a training setting: from the configuration, also on resume */
-    if ((st = qkv_dataset_encode(t->train_corpus, t->in.words, t->tags, false, &t->train)) ||
-        (st = enc_input_encode(&t->in, t->train_corpus, &t->train_feats)) ||
-        (st = enc_input_count_words(&t->in, t->train)) ||
+    char features[512], column[64];
+    enc_input_features_line(&t->is, features, sizeof features);
+    snprintf(column, sizeof column, "data.tag_column = %lld", (long long)t->ts.tag_column);
+    const char *lines[] = {column, features,
+                           t->ts.universal ? "eval.universal = brown" : "eval.universal = none"};
+    if ((st = enc_task_vocabs(&t->in, &t->is, t->train.corpus, resume, true, s->out_dir, "tagging",
+                              lines, 3, &t->tags)) ||
+        (st = enc_task_encode_train(&t->in, &t->is, &t->train, t->tags)) ||
         (st = tag_set_load(&t->dev, s->dev_path, t->ts.tag_column, t->ts.max_len, &t->in, t->tags)))
         return st;
-    s->model.src_vocab = qkv_vocab_size(t->in.words);
-    s->model.tgt_vocab = qkv_vocab_size(t->tags);
-    s->model.n_features = t->in.s.n_features;
-    for (int k = 0; k < t->in.s.n_features; k++)
-        s->model.feature_vocab[k] = qkv_vocab_size(t->in.feat[k]);
-    base->train = t->train;
-    base->batch_opts = qkv_batch_default_opts(s->max_tokens);
-    base->batch_opts.seed = s->train.seed;
-    base->batch_opts.bucket_width = 4;
+    enc_task_finish_prepare(base, &t->in, t->tags, &t->train, 4);
     return QKV_OK;
 }
 
@@ -228,7 +180,7 @@ static qkv_status tagging_batch(task *base, const qkv_batch *b, qkv_train_batch 
     tagging_task *t = (tagging_task *)base;
     const int32_t *src = NULL, *feats = NULL;
     qkv_status st =
-        enc_input_batch(&t->in, &t->train_feats, b, &base->s.train.seed, &t->buf, &src, &feats);
+        enc_input_batch(&t->in, &t->train.feats, b, &base->s.train.seed, &t->buf, &src, &feats);
     if (st) return st;
     const int64_t B = b->rows, S = b->src_cols, T = b->tgt_cols;
     int32_t *labels = enc_batch_labels(&t->buf, (size_t)(B * S));
@@ -263,47 +215,31 @@ static qkv_status tagging_evaluate(task *base, const qkv_model *m, task_metrics 
 
 static void tagging_describe(const task *base, FILE *f) {
     const tagging_task *t = (const tagging_task *)base;
-    const int64_t n_tok = t->train_feats.start[t->train_feats.n],
+    const int64_t n_tok = t->train.feats.start[t->train.feats.n],
                   dev_tok = t->dev.feats.start[t->dev.feats.n];
     fprintf(f,
             "%lld training sentences (%lld tokens), %lld dev sentences (%lld tokens) | %d words, "
             "%d tags",
-            (long long)qkv_dataset_size(t->train), (long long)n_tok,
+            (long long)qkv_dataset_size(t->train.data), (long long)n_tok,
             (long long)qkv_dataset_size(t->dev.data), (long long)dev_tok,
             qkv_vocab_size(t->in.words), qkv_vocab_size(t->tags));
-    for (int k = 0; k < t->in.s.n_features; k++)
-        fprintf(f, "%s %s %d", k ? "," : " | features:", qkv_word_feature_name(t->in.s.features[k]),
-                qkv_vocab_size(t->in.feat[k]));
+    enc_task_describe_features(&t->in, f);
 }
 
 static void tagging_free(task *base) {
     tagging_task *t = (tagging_task *)base;
     enc_batch_buf_free(&t->buf);
-    tag_set_free(&t->dev);
-    enc_feats_free(&t->train_feats);
-    qkv_dataset_free(t->train);
+    enc_set_free(&t->dev);
+    enc_set_free(&t->train);
     qkv_vocab_free(t->tags);
     enc_input_free(&t->in);
-    qkv_corpus_free(t->train_corpus);
     free(t);
 }
 
 /* ---- qkv eval / decode / attn on a tagging run
  * ------------------------------------------------------ */
 
-/* The settings of task.conf and the inputs of a run; false with a message on stderr. */
-static bool open_run(run_dir *r, const char *cmd, tagging_settings *ts, enc_input *in) {
-    enc_input_settings is;
-    const bool ok = read_tagging(&r->conf, false, ts) &&
-                    enc_input_read_settings(&r->conf, false, &is) && config_check_unused(&r->conf);
-    if (!ok) {
-        fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
-        return false;
-    }
-    return enc_open_run(r, cmd, QKV_HEAD_TOKEN, &is, in);
-}
-
-static void print_tagged(FILE *f, const tag_set *t, const qkv_vocab *tags, int64_t i,
+static void print_tagged(FILE *f, const enc_set *t, const qkv_vocab *tags, int64_t i,
                          const int32_t *pred) {
     qkv_example ex;
     qkv_dataset_get(t->data, i, &ex);
@@ -321,8 +257,9 @@ static void print_tagged(FILE *f, const tag_set *t, const qkv_vocab *tags, int64
 static int tagging_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     tagging_settings ts;
     enc_input in;
-    if (!open_run(r, "eval", &ts, &in)) return 1;
-    tag_set t;
+    if (!enc_open_run_conf(r, "eval", QKV_HEAD_TOKEN, read_tagging(&r->conf, false, &ts), &in))
+        return 1;
+    enc_set t;
     tag_counts c;
     int32_t *pred = NULL;
     int rc = 1;
@@ -344,7 +281,7 @@ static int tagging_eval_run(run_dir *r, const char *data, const task_run_opts *o
         rc = 0;
     }
     free(pred);
-    tag_set_free(&t);
+    enc_set_free(&t);
     enc_input_free(&in);
     return rc;
 }
@@ -367,20 +304,13 @@ static void print_tags(void *user, const enc_lines *l, const qkv_tensor *logits)
 static int tagging_decode_run(run_dir *r, const char *const *files, int n_files,
                               const task_run_opts *o) {
     tagging_settings ts;
-    enc_input in;
-    if (!open_run(r, "decode", &ts, &in)) return 1;
-    const int rc = enc_decode_files(r, &in, files, n_files, o->stream, print_tags, r);
-    enc_input_free(&in);
-    return rc;
+    return enc_decode_run(r, QKV_HEAD_TOKEN, read_tagging(&r->conf, false, &ts), files, n_files, o,
+                          print_tags, r);
 }
 
 static int tagging_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
     tagging_settings ts;
-    enc_input in;
-    if (!open_run(r, "attn", &ts, &in)) return 1;
-    const int rc = enc_attn(r, o->run, &in, input, o->out_dir, o->terminal, o->layer, o->head);
-    enc_input_free(&in);
-    return rc;
+    return enc_attn_run(r, QKV_HEAD_TOKEN, read_tagging(&r->conf, false, &ts), input, o);
 }
 
 const task_ops tagging_task_ops = {.name = "tagging",

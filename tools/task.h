@@ -120,18 +120,15 @@ void task_free(task *t); /* accepts NULL */
 /* "<dir>/<name>" into buf; QKV_ERR_INVALID_ARG (qkv_last_error()) when it does not fit. */
 qkv_status task_path(char *buf, size_t size, const char *dir, const char *name);
 
-/* Shared readers for the encoder-only tasks (seq2seq reads the same keys, with the same defaults,
- * in seq2seq_read_settings; tests/tools/test_task_settings.c checks that they agree):
- * data.train, data.dev, data.test, out.dir and the train.* keys but scheduled sampling and
- * guided attention; the encoder model keys (model.d_model, heads, encoder_layers, ff, dropout,
- * norm_first, pos, activation, max_len, attention.*) into an encoder-only configuration with the
- * given head. False with cfg->error. */
+/* Shared readers of every task (seq2seq_read_settings adds the decoder's keys):
+ * data.train, data.dev, data.test, out.dir and the train.* keys but scheduled sampling, guided
+ * attention and the nat length loss; the encoder model keys (model.d_model, heads,
+ * encoder_layers, ff, dropout, norm_first, pos, activation, max_len, attention.*) into an
+ * encoder-only configuration with the given head; the attention keys <prefix>.score, norm,
+ * relpos, relpos_max_distance, relpos_buckets over the defaults in a. False with cfg->error. */
 bool task_read_common(config *cfg, task_settings *s);
 bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
                              qkv_model_config *m);
-
-/* The attention keys <prefix>.score, .norm, .relpos, .relpos_max_distance, .relpos_buckets into
- * a (its fields are the defaults). False with cfg->error. */
 bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a);
 
 /* Call fn on every line of the files in turn (stdin when n_files is 0), its end of line removed,

@@ -14,12 +14,11 @@
  *     seq2seq options on an encoder run, over-long inputs: a message naming the file and line
  *     (or the option) and a non-zero exit.
  */
-#include "cli_testutil.h"
 #include "testutil.h"
+#include "cli_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The words of the synthetic tagging task and their (Brown) tags. */
@@ -75,17 +74,10 @@ static void write_labeled(const char *path, int n, unsigned seed) {
     fclose(f);
 }
 
-typedef struct {
-    char dir[32], train[64], dev[64], conf[64], run_dir[64];
-} tmp_run;
-
-static bool setup(tmp_run *r, bool tagged, const char *keys) {
-    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_enc_XXXXXX");
-    if (!mkdtemp(r->dir)) return false;
-    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
-    snprintf(r->dev, sizeof r->dev, "%s/dev.tsv", r->dir);
-    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
-    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
+/* A temporary tagging (tagged) or classify run with 300 training and 40 / 60 dev examples, a
+ * small model and the keys of `keys`. */
+static bool setup(cli_run *r, bool tagged, const char *keys) {
+    if (!cli_run_new(r)) return false;
     if (tagged) {
         write_tagged(r->train, 300, 1);
         write_tagged(r->dev, 40, 2);
@@ -105,21 +97,15 @@ static bool setup(tmp_run *r, bool tagged, const char *keys) {
     return true;
 }
 
-static void cleanup(const tmp_run *r) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-    CHECK(system(cmd) == 0);
-}
-
 TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     char cmd[4096], out[16384], path[256];
-    tmp_run r;
+    cli_run r;
     CHECK(
         setup(&r, true,
               "eval.universal = brown\nmodel.features = suffix2 shape\ntrain.word_dropout = 0.25\n"
               "train.steps = 150\ntrain.eval_every = 75\n"));
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     CHECK_MSG(strstr(out, "| tagging | 300 training sentences") &&
                   strstr(out, "eval step 150: dev accuracy") && strstr(out, "universal") &&
                   strstr(out, "OOV"),
@@ -134,18 +120,17 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
                            "log.jsonl",
                            "report.html"};
     for (int i = 0; i < 9; i++) {
-        struct stat sb;
         snprintf(path, sizeof path, "%s/%s", r.run_dir, files[i]);
-        CHECK_MSG(stat(path, &sb) == 0, "missing %s", path);
+        CHECK_MSG(cli_exists(path), "missing %s", path);
     }
     snprintf(cmd, sizeof cmd,
              "grep -c '\"dev_accuracy\":.*\"dev_universal_accuracy\":.*\"dev_oov_accuracy\"' "
              "%s/log.jsonl",
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
     /* eval: accuracies of the dev file */
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 2", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "eval: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
     const double acc = cli_number_after(out, "tokens: accuracy "),
                  univ = cli_number_after(out, ", universal ");
     CHECK_MSG(acc >= 97 && univ >= acc && strstr(out, "40 sentences") && strstr(out, "OOV tokens"),
@@ -156,20 +141,20 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
              "printf 'the cat runs .\\n\\na big dog sees the bird .\\n' | %s decode %s",
              QKV_CLI_PATH, r.run_dir);
     CHECK_MSG(
-        cli_run(cmd, out, sizeof out) == 0 &&
+        cli_exec(cmd, out, sizeof out) == 0 &&
             !strcmp(
                 out,
                 "the/AT cat/NN runs/VBZ ./.\n\na/AT big/JJ dog/NN sees/VBZ the/AT bird/NN ./.\n"),
         "decode: '%s'", out);
     snprintf(cmd, sizeof cmd, "printf 'the Zzyzx runs .\\n' | %s decode %s --stream", QKV_CLI_PATH,
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "the/AT Zzyzx/", 13) &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "the/AT Zzyzx/", 13) &&
                   strstr(out, " runs/VBZ ./.\n"),
               "decode of an unknown word: '%s'", out);
     /* attention maps of the encoder */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat runs .' --terminal --out %s/maps", QKV_CLI_PATH,
              r.run_dir, r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "the cat runs . -> AT NN VBZ .") &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "the cat runs . -> AT NN VBZ .") &&
                   strstr(out, "2 attention maps (1 encoder layers x 2 heads)") &&
                   strstr(out, "encoder layer 0, head 1 (self)"),
               "attn: %s", out);
@@ -177,11 +162,11 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     CHECK(access(path, F_OK) == 0);
     /* seq2seq options, over-long inputs */
     snprintf(cmd, sizeof cmd, "%s eval %s %s --beam 4", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 2 && strstr(out, "--beam applies to seq2seq runs") &&
-                  strstr(out, "tagging run"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 &&
+                  strstr(out, "--beam applies to seq2seq runs") && strstr(out, "tagging run"),
               "--beam: %s", out);
     snprintf(cmd, sizeof cmd, "echo the cat | %s decode %s --nbest 2", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq runs"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq runs"),
               "--nbest: %s", out);
     snprintf(path, sizeof path, "%s/long.txt", r.dir);
     FILE *f = fopen(path, "w");
@@ -191,39 +176,40 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     fprintf(f, "\n");
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s decode %s %s", QKV_CLI_PATH, r.run_dir, path);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "long.txt:2: input longer than the model's limit of 256 tokens"),
               "long line: %s", out);
     /* a damaged task.conf */
     snprintf(path, sizeof path, "%s/task.conf", r.run_dir);
     cli_write_file(path, "task = tagging\nmodel.features = suffix2 shape\ndata.tag_colum = 1\n");
     snprintf(cmd, sizeof cmd, "echo the cat | %s decode %s", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "task.conf:3: unknown key 'data.tag_colum'"),
               "task.conf: %s", out);
     cli_write_file(path, "task = ranking\n");
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "task.conf: unknown task 'ranking'"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
+                  strstr(out, "task.conf: unknown task 'ranking'"),
               "task.conf: %s", out);
     cli_write_file(path, "task = tagging\nmodel.features = suffix2\n");
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "not the encoder with a token head and 1 feature inputs"),
               "task.conf: %s", out);
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 TEST(cli_classify_learns_evaluates_and_decodes) {
     char cmd[4096], out[16384];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, false, "train.steps = 150\ntrain.eval_every = 150\n"));
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     CHECK_MSG(strstr(out, "| classify | 300 training texts") &&
                   strstr(out, "2 labels (positive: pos)") &&
                   strstr(out, "eval step 150: dev accuracy") && strstr(out, "precision") &&
                   strstr(out, "F1"),
               "train output: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 1", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "eval: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
     CHECK_MSG(cli_number_after(out, "texts: accuracy ") >= 95 &&
                   cli_number_after(out, "; pos: precision ") >= 90 &&
                   cli_number_after(out, "recall ") >= 90 && !strncmp(out, "pos\t", 4) &&
@@ -231,44 +217,45 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
               "eval: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'the movie was great\\nit was so awful\\n' | %s decode %s",
              QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "decode: %s", out);
     const char *second = strchr(out, '\n');
     CHECK_MSG(!strncmp(out, "pos\t0.", 6) && second && !strncmp(second + 1, "neg\t0.", 6) &&
                   cli_number_after(out, "pos\t") > 0.5,
               "decode: '%s'", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'a good film' --out %s/maps", QKV_CLI_PATH, r.run_dir,
              r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "a good film -> pos"), "attn: %s", out);
-    cleanup(&r);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "a good film -> pos"), "attn: %s",
+              out);
+    cli_run_remove(&r);
 }
 
 /* 6 steps, a checkpoint, 6 more after --resume (into the second epoch) == 12 steps at once, bit for
  * bit. */
 TEST(cli_tagging_resume_is_bit_identical) {
     char cmd[4096], out[16384], a[128], b[128];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, true,
                 "model.features = suffix1 lower\nmodel.dropout = 0.2\ntrain.word_dropout = 1\n"
                 "train.steps = 12\ntrain.eval_every = 6\n"));
     snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=6", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"), "resume: %s",
-              out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"),
+              "resume: %s", out);
     snprintf(a, sizeof a, "%s/straight/last.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/last.safetensors", r.run_dir);
     CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", r.dir);
     snprintf(b, sizeof b, "%s/checkpoint.safetensors", r.run_dir);
     CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 TEST(cli_encoder_tasks_reject_bad_input) {
     char cmd[4096], out[8192];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, true, "train.steps = 1\n"));
     const struct {
         const char *set, *expect;
@@ -284,26 +271,28 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(cmd, sizeof cmd, "%s train %s --set %s", QKV_CLI_PATH, r.conf, cases[i].set);
-        CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect), "--set %s: %s",
-                  cases[i].set, out);
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect),
+                  "--set %s: %s", cases[i].set, out);
     }
     /* malformed lines: tagged (no TAB), labeled (no TAB) */
     cli_write_file(r.dev, "the\tAT\t-\ncat NN -\n");
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "dev.tsv:2:"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "dev.tsv:2:"),
               "malformed tagged line: %s", out);
     cli_write_file(r.train, "pos\tgood film\nneg bad film\n");
     snprintf(cmd, sizeof cmd, "%s train %s --set task=classify", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2:"),
               "malformed labeled line: %s", out);
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 /* A seq2seq run records data.src_tokens in task.conf: decode splits inputs into tokens without
  * --tokens. */
 TEST(cli_seq2seq_task_conf_carries_src_tokens) {
-    char cmd[4096], out[8192], text[1024], dir[] = "/tmp/qkv_enc_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char cmd[4096], out[8192], text[1024];
+    cli_run r;
+    CHECK(cli_run_new(&r));
+    const char *dir = r.dir;
     snprintf(text, sizeof text, "%s/pairs.tsv", dir);
     cli_write_file(text, "ab cd\tX Y\nef\tZ\n");
     char conf[128];
@@ -316,11 +305,11 @@ TEST(cli_seq2seq_task_conf_carries_src_tokens) {
              text, text, dir);
     cli_write_file(conf, cmd);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "grep -c 'data.src_tokens = true' %s/run/task.conf", dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
     snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy", QKV_CLI_PATH, dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s",
+              out);
+    cli_run_remove(&r);
 }

@@ -12,7 +12,7 @@
  *   - bad input: malformed text, over-long lines and prompts, unknown keys and values, options
  *     of other tasks: a message naming the file and line (or the key, the option), exit 1 or 2.
  */
-#include "cli_testutil.h"
+#include "cli_util.h"
 #include "testutil.h"
 #include "qkv/qkv_data.h"
 #include "qkv/qkv_decode.h"
@@ -39,17 +39,10 @@ static void write_text(const char *path, int n, unsigned seed) {
     fclose(f);
 }
 
-typedef struct {
-    char dir[32], train[64], dev[64], conf[64], run_dir[64];
-} tmp_run;
-
-static bool setup(tmp_run *r, const char *keys) {
-    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_lm_XXXXXX");
-    if (!mkdtemp(r->dir)) return false;
+static bool setup(cli_run *r, const char *keys) {
+    if (!cli_run_new(r)) return false;
     snprintf(r->train, sizeof r->train, "%s/train.txt", r->dir);
     snprintf(r->dev, sizeof r->dev, "%s/dev.txt", r->dir);
-    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
-    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
     write_text(r->train, 300, 1);
     write_text(r->dev, 30, 2);
     char text[2048];
@@ -61,12 +54,6 @@ static bool setup(tmp_run *r, const char *keys) {
              r->train, r->dev, r->run_dir, keys);
     cli_write_file(r->conf, text);
     return true;
-}
-
-static void cleanup(const tmp_run *r) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-    CHECK(system(cmd) == 0);
 }
 
 /* The ids of a line of characters under v after <bos>; *n of them. */
@@ -161,10 +148,10 @@ static void direct_greedy(const char *run_dir, const char *prompt, int32_t max_l
 
 TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
     char cmd[4096], out[16384], path[256];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, "train.steps = 80\ntrain.eval_every = 40\n"));
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     CHECK_MSG(strstr(out, "| lm | 300 lines") && strstr(out, "30 lines dev") &&
                   strstr(out, "eval step 80: dev cross-entropy") && strstr(out, "bits/char") &&
                   strstr(out, "best dev cross-entropy"),
@@ -177,13 +164,13 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
     }
     snprintf(cmd, sizeof cmd, "grep -c '\"dev_loss\":.*\"dev_ppl\":.*\"dev_bpc\"' %s/log.jsonl",
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 2, "log.jsonl: %s", out);
     snprintf(cmd, sizeof cmd,
              "grep -c '^data.unit = char$\\|^data.long_lines = error$' %s/task.conf", r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && atoi(out) == 2, "task.conf: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 2, "task.conf: %s", out);
     /* eval: the cross-entropy of a direct computation; bits per char = it / ln 2 */
     snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, r.run_dir, r.dev);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "eval: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
     int64_t events = 0;
     const double direct = direct_cross_entropy(r.run_dir, r.dev, &events);
     const double ce = cli_number_after(out, "cross-entropy "),
@@ -202,7 +189,7 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
     cli_write_file(path, "the c\n\na fox eats\n");
     snprintf(cmd, sizeof cmd, "%s decode %s %s --greedy --max-len 30", QKV_CLI_PATH, r.run_dir,
              path);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "decode: %s", out);
     char expect[1024] = "", line[256];
     const char *prompts[] = {"the c", "", "a fox eats"};
     for (int i = 0; i < 3; i++) {
@@ -213,52 +200,52 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
     CHECK_MSG(strstr(out, "a fox eats\t "), "decode: %s", out); /* it learned the next space */
     /* the default strategy of an lm run is greedy */
     snprintf(cmd, sizeof cmd, "%s decode %s %s --max-len 30", QKV_CLI_PATH, r.run_dir, path);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strcmp(out, expect), "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strcmp(out, expect), "decode: %s", out);
     /* sampling repeats with its seed; beam search lists n-best with scores */
     char first[4096];
     snprintf(cmd, sizeof cmd, "%s decode %s %s --sample --temperature 0.8 --top-p 0.9 --seed 5",
              QKV_CLI_PATH, r.run_dir, path);
-    CHECK_MSG(cli_run(cmd, first, sizeof first) == 0, "decode --sample: %s", first);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--sample twice: %s / %s",
+    CHECK_MSG(cli_exec(cmd, first, sizeof first) == 0, "decode --sample: %s", first);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--sample twice: %s / %s",
               first, out);
     snprintf(cmd, sizeof cmd, "echo 'the dog' | %s decode %s --beam 3 --nbest 2", QKV_CLI_PATH,
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "the dog\t", 8) &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "the dog\t", 8) &&
                   strchr(out, '\n') && !strncmp(strchr(out, '\n') + 1, "the dog\t", 8) &&
                   strstr(out, "\t-"),
               "decode --beam: %s", out);
     /* --nbest alone is beam search (K = 4, the default beam) */
     snprintf(cmd, sizeof cmd, "echo 'the dog' | %s decode %s --beam 4 --nbest 2", QKV_CLI_PATH,
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, first, sizeof first) == 0, "decode --beam 4: %s", first);
+    CHECK_MSG(cli_exec(cmd, first, sizeof first) == 0, "decode --beam 4: %s", first);
     snprintf(cmd, sizeof cmd, "echo 'the dog' | %s decode %s --nbest 2", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--nbest 2: %s / %s", out,
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--nbest 2: %s / %s", out,
               first);
     /* attention maps */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat' --terminal --out %s/maps", QKV_CLI_PATH,
              r.run_dir, r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
                   strstr(out, "the cat -> next symbol predicted") &&
                   strstr(out, "2 attention maps (1 decoder layers x 2 heads)") &&
                   strstr(out, "decoder layer 0, head 1 (masked self)"),
               "attn: %s", out);
     snprintf(path, sizeof path, "%s/maps/index.html", r.dir);
     CHECK(access(path, F_OK) == 0);
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 /* 8 steps, a checkpoint, 8 more after --resume (into the second epoch) == 16 steps at once, bit for
  * bit (with dropout). */
 TEST(cli_lm_resume_is_bit_identical) {
     char cmd[4096], out[16384], a[128], b[128];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, "model.dropout = 0.2\ntrain.steps = 16\ntrain.eval_every = 8\n"));
     snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=8", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "at step 8 (epoch 0") &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 8 (epoch 0") &&
                   strstr(out, "epoch 1"),
               "resume: %s", out);
     const char *names[] = {"last.safetensors", "checkpoint.safetensors", "model.safetensors"};
@@ -267,13 +254,13 @@ TEST(cli_lm_resume_is_bit_identical) {
         snprintf(b, sizeof b, "%s/%s", r.run_dir, names[i]);
         CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
     }
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 /* Long lines: pieces (only the last one ends the line) or skipped; the word unit. */
 TEST(cli_lm_long_lines_and_words) {
     char cmd[4096], out[16384], text[512];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, "train.steps = 2\ntrain.eval_every = 2\n"));
     /* 84 characters: with max_len 40, pieces of 39 + 39 + 6 */
     snprintf(text, sizeof text, "%s/long.txt", r.dir);
@@ -282,25 +269,25 @@ TEST(cli_lm_long_lines_and_words) {
         "the cat sees a dog.\nthe cat sees a dog. the cat sees a dog. the cat sees a dog. the cat "
         "sees a dog. cat.\n\n");
     snprintf(cmd, sizeof cmd, "%s train %s --set data.dev=%s", QKV_CLI_PATH, r.conf, text);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "long.txt:2: the text has 84 characters, more than "
                               "the maximum 39"),
               "long line: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set data.dev=%s --set data.long_lines=split",
              QKV_CLI_PATH, r.conf, text);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && strstr(out, "3 lines (5 pieces) dev"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "3 lines (5 pieces) dev"),
               "split: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, r.run_dir, text);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
                   strstr(out, "3 lines, 103 characters + 3 line ends"),
               "eval split: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set data.dev=%s --set data.long_lines=skip",
              QKV_CLI_PATH, r.conf, text);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
                   strstr(out, "2 lines (1 too long, skipped) dev"),
               "skip: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, r.run_dir, text);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
                   strstr(out, "2 lines, 19 characters + 2 line ends") &&
                   strstr(out, "1 lines longer than 39 skipped"),
               "eval skip: %s", out);
@@ -309,20 +296,20 @@ TEST(cli_lm_long_lines_and_words) {
     snprintf(cmd, sizeof cmd,
              "%s train %s --set data.unit=word --set data.min_count=2 --set train.steps=40",
              QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 &&
                   strstr(out, "300 lines, 1500 words for training") && strstr(out, "bits/word"),
               "word unit: %s", out);
     snprintf(cmd, sizeof cmd, "echo 'the  cat' | %s decode %s --max-len 3", QKV_CLI_PATH,
              r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0 && !strncmp(out, "the  cat\t", 9) &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "the  cat\t", 9) &&
                   strchr(out + 9, ' '),
               "decode words: '%s'", out);
-    cleanup(&r);
+    cli_run_remove(&r);
 }
 
 TEST(cli_lm_rejects_bad_input) {
     char cmd[4096], out[8192], path[128];
-    tmp_run r;
+    cli_run r;
     CHECK(setup(&r, "train.steps = 2\ntrain.eval_every = 2\n"));
     const struct {
         const char *set, *expect;
@@ -335,38 +322,38 @@ TEST(cli_lm_rejects_bad_input) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(cmd, sizeof cmd, "%s train %s --set %s", QKV_CLI_PATH, r.conf, cases[i].set);
-        CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect),
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, cases[i].expect),
                   "--set %s: %s", cases[i].set, out);
     }
     cli_write_file(r.dev, "the cat.\na dog.\nbad \xff byte\n");
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "dev.txt:3: invalid UTF-8 at column 5"),
               "malformed text: %s", out);
     write_text(r.dev, 5, 3);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     /* options of other tasks; over-long prompts; a missing file */
     const char *opts[] = {"--mask-predict 2", "--tokens", "--length-beam 2"};
     for (int i = 0; i < 3; i++) {
         snprintf(cmd, sizeof cmd, "echo the | %s decode %s %s", QKV_CLI_PATH, r.run_dir, opts[i]);
-        CHECK_MSG(cli_run(cmd, out, sizeof out) == 2 && strstr(out, "applies to seq2seq runs") &&
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "applies to seq2seq runs") &&
                       strstr(out, "is a lm run"),
                   "%s: %s", opts[i], out);
     }
     snprintf(path, sizeof path, "%s/prompts.txt", r.dir);
     cli_write_file(path, "the cat\nthe cat sees a dog. the cat sees a dog. the end\n");
     snprintf(cmd, sizeof cmd, "%s decode %s %s", QKV_CLI_PATH, r.run_dir, path);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "prompts.txt:2: longer than the model's limit of 39 characters"),
               "long prompt: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s/missing.txt", QKV_CLI_PATH, r.run_dir, r.dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 && strstr(out, "missing.txt"), "missing file: %s",
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "missing.txt"), "missing file: %s",
               out);
     snprintf(path, sizeof path, "%s/task.conf", r.run_dir);
     cli_write_file(path, "task = lm\ndata.unit = char\ndata.long_line = split\n");
     snprintf(cmd, sizeof cmd, "echo the | %s decode %s", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_run(cmd, out, sizeof out) == 1 &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "task.conf:3: unknown key 'data.long_line'"),
               "task.conf: %s", out);
-    cleanup(&r);
+    cli_run_remove(&r);
 }

@@ -5,188 +5,100 @@
  * symbols give a message with the file and line and a non-zero exit.
  */
 #include "testutil.h"
+#include "cli_util.h"
 
 #include <stdio.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef QKV_CLI_PATH
-#define QKV_CLI_PATH "build/release/qkv"
-#endif
-
-/* Run a shell command; capture stdout+stderr into out (the first half of the buffer holds the
- * beginning of the output, the rest its end when it is longer); return the exit status. The
- * output is read to the end so the command never dies of SIGPIPE. */
-static int run(const char *cmd, char *out, size_t size) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    const size_t head = (size - 1) / 2;
-    size_t n = fread(out, 1, size - 1, p);
-    char chunk[4096];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) { /* keep the tail after the head */
-        const size_t tail = size - 1 - head;
-        const size_t keep = k >= tail ? 0 : tail - k;
-        memmove(out + head, out + (size - 1) - keep, keep);
-        memcpy(out + head + keep, chunk + (k > tail ? k - tail : 0), k > tail ? tail : k);
-        n = size - 1;
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
-static bool exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
-
-/* words -> "phones" that spell the letters in upper case: a task a tiny model can start on */
-static void write_pairs(const char *path, int first, int n) {
-    FILE *f = fopen(path, "w");
-    const char *words[] = {"ab", "abc", "bad", "cab", "dab", "ace", "bead", "deed", "cede", "face", "fade", "bee"};
-    for (int i = first; i < first + n; i++) {
-        const char *w = words[i % 12];
-        fprintf(f, "%s\t", w);
-        for (const char *c = w; *c; c++) fprintf(f, "%s%c", c == w ? "" : " ", *c - 32);
-        fprintf(f, "\n");
-    }
-    fclose(f);
-}
-
-/* A temporary run: dir/train.tsv (12 pairs), dir/run.conf naming it as training data, dev (or
- * the training file when dev is NULL) and out.dir = dir/run, plus the keys of `extra`. */
-typedef struct {
-    char dir[32], train[64], conf[64], run_dir[64];
-} cli_run;
-
-static bool cli_run_setup(cli_run *r, const char *dev, const char *extra) {
-    snprintf(r->dir, sizeof r->dir, "/tmp/qkv_cli_XXXXXX");
-    if (!mkdtemp(r->dir)) return false;
-    snprintf(r->train, sizeof r->train, "%s/train.tsv", r->dir);
-    snprintf(r->conf, sizeof r->conf, "%s/run.conf", r->dir);
-    snprintf(r->run_dir, sizeof r->run_dir, "%s/run", r->dir);
-    write_pairs(r->train, 0, 12);
-    char text[2048];
-    snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s\neval.strategy = greedy\n%s", r->train,
-             dev ? dev : r->train, r->run_dir, extra);
-    write_file(r->conf, text);
-    return true;
-}
-
-static void cli_run_remove(const cli_run *r) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
-    CHECK(system(cmd) == 0);
-}
-
 TEST(cli_train_resume_eval_decode) {
-    char dev[600], cmd[4096], out[16384], path[700];
-    snprintf(dev, sizeof dev, "/tmp/qkv_cli_dev_%ld.tsv", (long)getpid());
-    write_file(dev, "ab\tA B\nbad\tB A D\ncab\tC A B\n"); /* sorted by word, as the split files */
+    char cmd[4096], out[16384], path[700];
     cli_run r;
-    CHECK(cli_run_setup(&r, dev, "model.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
+    /* the dev set sorted by word, as the split files */
+    CHECK(cli_run_seq2seq(&r, "ab\tA B\nbad\tB A D\ncab\tC A B\n", "model.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
                                  "model.ff = 32\ntrain.steps = 6\ntrain.max_tokens = 64\ntrain.eval_every = 3\ntrain.warmup = 2\n"));
     const char *dir = r.dir, *conf = r.conf, *run_dir = r.run_dir;
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=3", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train failed: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train failed: %s", out);
     CHECK(strstr(out, "eval step 3: dev WER"));
     const char *files[] = {"src.vocab", "tgt.vocab", "model.safetensors", "last.safetensors", "checkpoint.safetensors",
                            "log.jsonl", "report.html"};
     for (int i = 0; i < 7; i++) {
         snprintf(path, sizeof path, "%s/%s", run_dir, files[i]);
-        CHECK_MSG(exists(path), "missing %s", path);
+        CHECK_MSG(cli_exists(path), "missing %s", path);
     }
     snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "resume failed: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "resume failed: %s", out);
     CHECK_MSG(strstr(out, "resuming") && strstr(out, "at step 3") && strstr(out, "eval step 6"), "resume output: %s", out);
-    snprintf(cmd, sizeof cmd, "%s eval %s %s --greedy --show 2", QKV_CLI_PATH, run_dir, dev);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "3 words, WER") && strstr(out, "ab\t") &&
+    snprintf(cmd, sizeof cmd, "%s eval %s %s --greedy --show 2", QKV_CLI_PATH, run_dir, r.dev);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "3 words, WER") && strstr(out, "ab\t") &&
                   strstr(out, "(reference: A B)"),
               "eval: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --beam 3 --nbest 2", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "decode: %s", out);
     int lines = 0;
     for (const char *c = out; *c; c++) lines += *c == '\n';
     CHECK_MSG(lines == 4 && strstr(out, "bead\t") && strstr(out, "face\t"), "decode output: %s", out);
     /* an unknown character: file and line */
     snprintf(path, sizeof path, "%s/words.txt", dir);
-    write_file(path, "bad\nb@d\n");
+    cli_write_file(path, "bad\nb@d\n");
     snprintf(cmd, sizeof cmd, "%s decode %s %s", QKV_CLI_PATH, run_dir, path);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "words.txt:2") && strstr(out, "'@'"), "unknown symbol: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "words.txt:2") && strstr(out, "'@'"), "unknown symbol: %s", out);
     /* an input over the model's limit */
     snprintf(cmd, sizeof cmd, "printf 'abababababababababababababababababababababababababababababababababababab\\n' | %s decode %s",
              QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "<stdin>:1") && strstr(out, "longer"), "too long: %s", out);
-    unlink(dev);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "<stdin>:1") && strstr(out, "longer"), "too long: %s", out);
     cli_run_remove(&r);
 }
 
 TEST(cli_train_rejects_bad_configurations_and_data) {
-    char dir[] = "/tmp/qkv_cli_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char conf[600], data[600], cmd[4096], out[8192], text[2048];
+    cli_run r;
+    CHECK(cli_run_new(&r));
+    char conf[600], cmd[4096], out[8192], text[2048];
+    const char *dir = r.dir, *data = r.train;
     snprintf(conf, sizeof conf, "%s/bad.conf", dir);
-    snprintf(data, sizeof data, "%s/train.tsv", dir);
-    write_file(data, "ab\tA B\nabc A B C\n"); /* line 2 lacks its TAB */
+    cli_write_file(data, "ab\tA B\nabc A B C\n"); /* line 2 lacks its TAB */
     snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\nmodel.d_modle = 16\n", data, data, dir);
-    write_file(conf, text);
+    cli_write_file(conf, text);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: unknown key 'model.d_modle'"), "typo: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: unknown key 'model.d_modle'"), "typo: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set model.d_modle.x=1", QKV_CLI_PATH, conf);
-    CHECK(run(cmd, out, sizeof out) == 1);
+    CHECK(cli_exec(cmd, out, sizeof out) == 1);
     snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\nmodel.heads = 0\n", data, data, dir);
-    write_file(conf, text);
+    cli_write_file(conf, text);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: model.heads = 0 is outside"), "range: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "bad.conf:4: model.heads = 0 is outside"), "range: %s", out);
     snprintf(text, sizeof text, "data.train = %s\ndata.dev = %s\nout.dir = %s/run\n", data, data, dir);
-    write_file(conf, text);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2"), "malformed data: %s", out);
+    cli_write_file(conf, text);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "train.tsv:2"), "malformed data: %s", out);
     snprintf(cmd, sizeof cmd, "%s train", QKV_CLI_PATH);
-    CHECK(run(cmd, out, sizeof out) == 2);
+    CHECK(cli_exec(cmd, out, sizeof out) == 2);
     snprintf(cmd, sizeof cmd, "%s train --help", QKV_CLI_PATH);
-    CHECK(run(cmd, out, sizeof out) == 0 && strstr(out, "example"));
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "example"));
+    cli_run_remove(&r);
 }
 
 TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     char cmd[4096], out[16384], path[700];
     cli_run r;
-    CHECK(cli_run_setup(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 2\nmodel.decoder_layers = 1\n"
+    CHECK(cli_run_seq2seq(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 2\nmodel.decoder_layers = 1\n"
                                   "model.ff = 16\ntrain.steps = 2\ntrain.max_tokens = 64\ntrain.eval_every = 2\n"));
     const char *dir = r.dir, *conf = r.conf, *run_dir = r.run_dir;
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --out %s/maps", QKV_CLI_PATH, run_dir, dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "attn: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "attn: %s", out);
     /* (2 encoder + 2 x 1 decoder layers) x 2 heads = 8 maps */
     CHECK_MSG(strstr(out, "8 attention maps") && strstr(out, "decoder layer 0, head 1 (cross)"), "attn output: %s", out);
     snprintf(path, sizeof path, "%s/maps/index.html", dir);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    if (f) fclose(f);
+    CHECK_MSG(cli_exists(path), "missing %s", path);
     snprintf(path, sizeof path, "%s/maps/007-decoder-layer0-head1-cross.png", dir);
-    f = fopen(path, "r");
-    CHECK_MSG(f != NULL, "missing %s", path);
-    if (f) fclose(f);
+    CHECK_MSG(cli_exists(path), "missing %s", path);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind cross --out %s/maps", QKV_CLI_PATH, run_dir, dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "(cross)") && !strstr(out, "(self)"), "--kind cross: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "(cross)") && !strstr(out, "(self)"), "--kind cross: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --kind diagonal", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "'#'"), "unknown symbol: %s", out);
     cli_run_remove(&r);
 }
 
@@ -195,18 +107,18 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
 TEST(cli_train_interrupt_saves_a_checkpoint) {
     char cmd[4096], out[16384], path[700];
     cli_run r;
-    CHECK(cli_run_setup(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
+    CHECK(cli_run_seq2seq(&r, NULL, "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\n"
                                   "model.ff = 16\ntrain.steps = 100000000\ntrain.accum = 3\ntrain.max_tokens = 16\n"
                                   "train.eval_every = 100000000\n"));
     const char *conf = r.conf, *run_dir = r.run_dir;
     /* --foreground: the signal reaches qkv as a Ctrl-C at a terminal does */
     snprintf(cmd, sizeof cmd, "timeout --foreground --preserve-status -s INT 4 %s train %s", QKV_CLI_PATH, conf);
-    const int rc = run(cmd, out, sizeof out);
+    const int rc = cli_exec(cmd, out, sizeof out);
     CHECK_MSG(rc == 130 && strstr(out, "interrupted at step") && strstr(out, "checkpoint saved"), "exit %d: %s", rc, out);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
-    CHECK_MSG(exists(path), "missing %s", path);
+    CHECK_MSG(cli_exists(path), "missing %s", path);
     snprintf(cmd, sizeof cmd, "%s train %s --resume --set train.steps=1", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "resuming"), "resume: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "resuming"), "resume: %s", out);
     cli_run_remove(&r);
 }
 
@@ -216,20 +128,20 @@ TEST(cli_train_interrupt_saves_a_checkpoint) {
 TEST(cli_nat_train_resume_eval_decode) {
     char cmd[4096], out[16384], path[700];
     cli_run r;
-    CHECK(cli_run_setup(&r, NULL, "model.nat = true\nmodel.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
+    CHECK(cli_run_seq2seq(&r, NULL, "model.nat = true\nmodel.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
                                   "model.decoder_layers = 1\nmodel.ff = 32\ntrain.steps = 4\ntrain.max_tokens = 64\n"
                                   "train.eval_every = 2\ntrain.warmup = 2\ntrain.length_weight = 0.5\neval.iterations = 2\n"
                                   "eval.length_beam = 2\n"));
     const char *conf = r.conf, *run_dir = r.run_dir;
     /* the configuration says eval.strategy = greedy (line 4): not for a nat model */
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "run.conf:4: eval.strategy = greedy cannot decode a model.nat"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "run.conf:4: eval.strategy = greedy cannot decode a model.nat"),
               "greedy for nat: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set model.nat=false --set eval.strategy=mask_predict", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "--set: eval.strategy = mask_predict needs model.nat = true"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "--set: eval.strategy = mask_predict needs model.nat = true"),
               "mask_predict without nat: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set eval.strategy=mask_predict --set train.steps=2", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "eval step 2: dev WER"), "train: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "eval step 2: dev WER"), "train: %s", out);
     snprintf(path, sizeof path, "%s/tgt.vocab", run_dir);
     FILE *f = fopen(path, "r");
     char line[256], last[256] = "";
@@ -237,30 +149,30 @@ TEST(cli_nat_train_resume_eval_decode) {
     if (f) fclose(f);
     CHECK_MSG(!strcmp(last, "<mask>\n"), "last symbol of tgt.vocab: '%s'", last);
     snprintf(cmd, sizeof cmd, "%s train %s --set eval.strategy=mask_predict --resume", QKV_CLI_PATH, conf);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "at step 2") && strstr(out, "eval step 4"), "resume: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 2") && strstr(out, "eval step 4"), "resume: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, run_dir, r.train);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "12 words, WER") && strstr(out, "mask-predict, 10 iterations, 5 lengths") &&
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "12 words, WER") && strstr(out, "mask-predict, 10 iterations, 5 lengths") &&
                   strstr(out, "words/s"),
               "eval: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 3 --length-beam 2", QKV_CLI_PATH, run_dir, r.train);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "mask-predict, 3 iterations, 2 lengths"), "eval: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "mask-predict, 3 iterations, 2 lengths"), "eval: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 0", QKV_CLI_PATH, run_dir, r.train);
-    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "iterations must be in 1 .. 1000"), "eval 0: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "iterations must be in 1 .. 1000"), "eval 0: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --beam 2", QKV_CLI_PATH, run_dir, r.train);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "eval --beam: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "eval --beam: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --mask-predict 2 --nbest 3", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0, "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "decode: %s", out);
     int lines = 0;
     for (const char *c = out; *c; c++) lines += *c == '\n';
     CHECK_MSG(lines == 6 && strstr(out, "bead\t") && strstr(out, "face\t"), "decode --nbest 3 (3 lengths): %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\n' | %s decode %s", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "bead\t") && !strstr(out, "<mask>"), "decode: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "bead\t") && !strstr(out, "<mask>"), "decode: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\n' | %s decode %s --greedy", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "decode --greedy: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "decode --greedy: %s", out);
     snprintf(cmd, sizeof cmd, "%s decode %s --mask-predict 0", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 2 && strstr(out, "take a number >= 1"), "decode 0: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "take a number >= 1"), "decode 0: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind self --layer 0 --out %s/maps", QKV_CLI_PATH, run_dir, r.dir);
-    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "6 attention maps") && strstr(out, "decoder layer 0, head 0 (self)"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "6 attention maps") && strstr(out, "decoder layer 0, head 0 (self)"),
               "attn: %s", out);
     cli_run_remove(&r);
 }

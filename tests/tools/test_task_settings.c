@@ -1,10 +1,10 @@
 /*
  * test_task_settings.c: the configuration readers of the task families (tools/task.c,
- * seq2seq_task.c, encoder_input.c): seq2seq and the encoder-only tasks read the shared train.*
- * and model keys into the same configurations (the readers are separate, the keys and defaults
- * must not drift apart); the task key picks the family; model.features parses names and rejects
- * unknown and repeated ones with the file and line; word dropout is a pure function of the batch
- * position, drops rare words more often than frequent ones, and takes the `lower` feature along.
+ * seq2seq_task.c, encoder_input.c): seq2seq reads the shared keys through task.c's readers and
+ * adds the decoder's (every key set, every default); the task key picks the family;
+ * model.features parses names and rejects unknown and repeated ones with the file and line; word
+ * dropout is a pure function of the batch position, drops rare words more often than frequent
+ * ones, and takes the `lower` feature along.
  */
 #include "testutil.h"
 
@@ -38,50 +38,52 @@ static const char *shared_keys =
     "model.attention.score = cosine\nmodel.attention.relpos = t5\n"
     "model.attention.relpos_buckets = 12\n";
 
-static void expect_same_train(const qkv_train_config *a, const qkv_train_config *b) {
-    CHECK(a->schedule.kind == b->schedule.kind && a->schedule.base_lr == b->schedule.base_lr &&
-          a->schedule.warmup_steps == b->schedule.warmup_steps &&
-          a->schedule.total_steps == b->schedule.total_steps &&
-          a->schedule.min_lr == b->schedule.min_lr);
-    CHECK(a->optim.lr == b->optim.lr && a->optim.weight_decay == b->optim.weight_decay &&
-          a->optim.beta2 == b->optim.beta2);
-    CHECK(a->clip_norm == b->clip_norm && a->label_smoothing == b->label_smoothing &&
-          a->accum_steps == b->accum_steps && a->seed == b->seed);
-}
-
-TEST(tools_task_readers_agree_with_seq2seq) {
-    for (int with_keys = 0; with_keys < 2; with_keys++) { /* every key set, then every default */
-        config c1, c2;
+/* seq2seq reads the keys every task has through task.c's readers (so they cannot drift apart) and
+ * adds the decoder's: every key set, then every default. */
+TEST(tools_seq2seq_settings_add_the_decoder_keys) {
+    for (int with_keys = 0; with_keys < 2; with_keys++) {
+        config c;
         char text[4096];
-        snprintf(text, sizeof text, "%s", with_keys ? shared_keys : "");
-        CHECK(load_text(&c1, text));
-        snprintf(text, sizeof text, "task = tagging\n%s", with_keys ? shared_keys : "");
-        CHECK(load_text(&c2, text));
+        snprintf(text, sizeof text, "%s%s", with_keys ? shared_keys : "",
+                 with_keys ? "model.decoder_layers = 4\nmodel.cross_attention.score = dot\n"
+                             "model.tie_embeddings = true\ntrain.ss = linear\n"
+                             "data.max_tgt_len = 20\n"
+                           : "");
+        CHECK(load_text(&c, text));
         seq2seq_settings s;
-        CHECK(seq2seq_read_settings(&c1, &s));
-        task *t = NULL;
-        CHECK_MSG(task_create(&c2, &t), "%s", c2.error);
-        if (t) {
-            CHECK(t->ops == &tagging_task_ops);
-            expect_same_train(&s.train, &t->s.train);
-            CHECK(s.steps == t->s.steps && s.max_tokens == t->s.max_tokens &&
-                  s.eval_every == t->s.eval_every && s.log_every == t->s.log_every &&
-                  s.threads == t->s.threads);
-            const qkv_model_config *a = &s.model, *b = &t->s.model;
-            CHECK(b->arch == QKV_ARCH_ENCODER && b->head == QKV_HEAD_TOKEN);
-            CHECK(a->d_model == b->d_model && a->n_heads == b->n_heads &&
-                  a->n_encoder_layers == b->n_encoder_layers &&
-                  a->dim_feedforward == b->dim_feedforward && a->dropout == b->dropout &&
-                  a->norm_first == b->norm_first && a->pos == b->pos &&
-                  a->activation == b->activation);
-            CHECK(!memcmp(&a->self_attn, &b->self_attn, sizeof a->self_attn));
-            if (with_keys)
-                CHECK(b->max_len == 90 && b->self_attn.score == QKV_SCORE_COSINE &&
-                      b->self_attn.relpos_buckets == 12);
+        CHECK_MSG(seq2seq_read_settings(&c, &s), "%s", c.error);
+        const qkv_model_config *m = &s.model;
+        CHECK(m->arch == QKV_ARCH_ENCODER_DECODER && m->pad_id == QKV_VOCAB_PAD && !m->nat);
+        CHECK(m->dec_self_attn.score == m->self_attn.score &&
+              m->dec_self_attn.relpos == m->self_attn.relpos &&
+              !m->dec_self_attn.relpos_bidirectional && m->cross_attn.norm == m->self_attn.norm);
+        if (with_keys) {
+            CHECK(m->d_model == 48 && m->n_heads == 6 && m->n_encoder_layers == 2 &&
+                  m->n_decoder_layers == 4 && m->dim_feedforward == 100 && m->dropout == 0.3 &&
+                  m->norm_first && m->pos == QKV_POS_LEARNED && m->activation == QKV_ACT_GELU &&
+                  m->max_len == 90 && m->tie_embeddings);
+            CHECK(m->self_attn.score == QKV_SCORE_COSINE && m->self_attn.relpos == QKV_RELPOS_T5 &&
+                  m->self_attn.relpos_buckets == 12 && m->dec_self_attn.relpos_buckets == 12);
+            CHECK(m->cross_attn.score == QKV_SCORE_DOT && m->cross_attn.relpos == QKV_RELPOS_T5);
+            CHECK(s.steps == 1234 && s.max_tokens == 777 && s.eval_every == 17 &&
+                  s.log_every == 5 && s.threads == 1 && s.max_src_len == 90 && s.max_tgt_len == 20);
+            CHECK(s.train.schedule.kind == QKV_LR_WARMUP_COSINE && s.train.optim.lr == 3e-4 &&
+                  s.train.accum_steps == 3 && s.train.seed == 99 &&
+                  s.train.ss_kind == QKV_SS_LINEAR);
+        } else {
+            const qkv_model_config d =
+                qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 256, 4, 3);
+            CHECK(m->d_model == d.d_model && m->n_heads == d.n_heads &&
+                  m->n_encoder_layers == d.n_encoder_layers &&
+                  m->n_decoder_layers == d.n_decoder_layers &&
+                  m->dim_feedforward == d.dim_feedforward && m->dropout == d.dropout &&
+                  m->norm_first == d.norm_first && m->pos == d.pos &&
+                  m->activation == d.activation && m->max_len == 65 && !m->tie_embeddings);
+            CHECK(!memcmp(&m->self_attn, &d.self_attn, sizeof d.self_attn));
+            CHECK(s.steps == 2000 && s.max_tokens == 4096 && s.train.ss_kind == QKV_SS_NONE &&
+                  s.decode.strategy == QKV_DECODE_BEAM && s.decode.max_len == 65);
         }
-        task_free(t);
-        config_free(&c1);
-        config_free(&c2);
+        config_free(&c);
     }
 }
 

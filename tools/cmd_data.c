@@ -6,6 +6,7 @@
  *       files (DIR data: data/g2p, data/brown, data/digits, data/spam) and print their counts.
  *   qkv data baseline spam [--data DIR] [--alpha A]
  *   qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]
+ *   qkv data baseline lm ...   (lm_baseline.c: the n-gram reference of task = lm)
  *       Train a multinomial naive Bayes on a labeled file and print its accuracy (and precision,
  *       recall, F1 of the positive label) on each evaluation file: the reference figure of a
  *       classification task. `spam` means data/spam/spam.{train,dev,test}.tsv, positive spam.
@@ -29,11 +30,12 @@ static void usage(FILE *f) {
             "                        [--max-tokens N]\n"
             "       qkv data baseline spam [--data DIR] [--alpha A]\n"
             "       qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]\n"
+            "       qkv data baseline lm [TRAIN DEV EVAL...] (qkv data baseline lm --help)\n"
             "       qkv data check pairs|tagged|labeled FILE...\n\n"
             "prepare: convert the sources that scripts/fetch_data.sh put in DIR (default\n"
             "  data/cache) into the train/dev/test files of docs/data.md under DIR (default\n"
-            "  data): g2p/cmudict[.nostress].{train,dev,test}.tsv, brown/brown.{split}.tsv and\n"
-            "  .ids, digits/digits.{split}.tsv, spam/spam.{split}.tsv and .ids (the first N\n"
+            "  data): g2p/cmudict[.nostress].{train,dev,test}.tsv, brown/brown.{split}.tsv,\n"
+            "  .ids and .txt, digits/digits.{split}.tsv, spam/spam.{split}.tsv and .ids (the first N\n"
             "  tokens of each message, --max-tokens, default %d). Splits follow\n"
             "  fnv1a32(key) %% 100.\n"
             "baseline: multinomial naive Bayes (bag of words, Laplace smoothing alpha, default\n"
@@ -369,6 +371,7 @@ static int baseline_run(const char *train_path, const char *const *eval, int n_e
 }
 
 static int cmd_baseline(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "lm")) return qkv_data_baseline_lm(argc - 1, argv + 1);
     const char *data = "data", *positive = NULL;
     double alpha = 1.0;
     const char **files = calloc((size_t)argc, sizeof *files);

@@ -6,7 +6,8 @@
  * default). Inputs are decoded in batches of 64, or one by one as they arrive (--stream).
  * A symbol missing from the vocabulary, or an input longer than the model accepts, is an error
  * naming the file and line. Tagging and classify runs (task.h) go to their task (word/TAG
- * lines; label<TAB>probability).
+ * lines; label<TAB>probability); language-model runs too, with the search options
+ * (prompt<TAB>continuation). --max-len N caps the generated symbols.
  */
 #include "commands.h"
 #include "run_dir.h"
@@ -19,19 +20,22 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample | --mask-predict K] [--nbest N]\n"
                "                      [--length-beam L] [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
-               "                      [--seed S] [--tokens]\n\n"
+               "                      [--seed S] [--max-len N] [--tokens]\n\n"
                "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
                "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
                "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
                "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
                "parallel pass) over the L most probable target lengths (default 5, at least N).\n\n"
+               "--max-len N: at most N generated symbols, <eos> included (default: what the model's max_len allows).\n\n"
                "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream\n"
-               "applies to them).\n\n"
+               "applies to them). Language-model runs (task = lm) continue each line (a prompt, possibly empty) and\n"
+               "print prompt<TAB>continuation: greedy by default, or --beam / --sample with the options above.\n\n"
                "examples:\n"
                "  echo qubit | qkv decode runs/g2p\n"
                "  echo 'The jury said .' | qkv decode runs/pos\n"
                "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
-               "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n");
+               "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n"
+               "  echo 'The jury' | qkv decode runs/lm-brown --sample --top-p 0.9 --max-len 80\n");
 }
 
 typedef struct {
@@ -108,10 +112,16 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.n_best = 1;
     bool stream = false, tokens = false, strategy_set = false;
     const char *s2s_only = NULL; /* an option of seq2seq runs */
+    const char *search = NULL;   /* a search option: seq2seq runs and tasks that generate (lm) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
-        if (strcmp(a, "--stream") && a[0] == '-') s2s_only = a;
+        static const char *const search_opts[] = {"--beam", "--greedy", "--sample", "--nbest", "--temperature",
+                                                  "--top-k", "--top-p", "--seed", "--max-len"};
+        bool is_search = false;
+        for (size_t k = 0; k < sizeof search_opts / sizeof *search_opts; k++) is_search |= !strcmp(a, search_opts[k]);
+        if (is_search) search = a;
+        else if (strcmp(a, "--stream") && a[0] == '-') s2s_only = a;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -137,6 +147,12 @@ int qkv_cmd_decode(int argc, char **argv) {
             dp.top_p = atof(argv[++i]);
         } else if (!strcmp(a, "--seed") && has) {
             dp.seed = strtoull(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--max-len") && has) {
+            dp.max_len = atoi(argv[++i]);
+            if (dp.max_len < 1) {
+                fprintf(stderr, "qkv decode: --max-len %s must be a number >= 1\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--stream")) {
             stream = true;
         } else if (!strcmp(a, "--tokens")) {
@@ -162,10 +178,14 @@ int qkv_cmd_decode(int argc, char **argv) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
-    if (r.task->decode_run) { /* tagging, classify: task.h */
+    if (r.task->decode_run) { /* tagging, classify, lm: task.h */
         int rc = 2;
-        if (s2s_only) fprintf(stderr, "qkv decode: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
-        else rc = r.task->decode_run(&r, files, n_files, &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1});
+        const char *bad = s2s_only ? s2s_only : r.task->generates ? NULL : search;
+        if (bad)
+            fprintf(stderr, "qkv decode: %s applies to seq2seq runs%s; %s is a %s run\n", bad,
+                    s2s_only ? "" : " and language-model runs", run, r.task->name);
+        else rc = r.task->decode_run(&r, files, n_files, &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1,
+                                                                           .decode = &dp, .strategy_set = strategy_set});
         run_dir_free(&r);
         return rc;
     }
@@ -173,7 +193,7 @@ int qkv_cmd_decode(int argc, char **argv) {
     if (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.n_best > dp.length_beam) dp.length_beam = dp.n_best;
     dp.bos_id = QKV_VOCAB_BOS;
     dp.eos_id = QKV_VOCAB_EOS;
-    dp.max_len = 0; /* up to the model's limit */
+    /* dp.max_len: --max-len, else 0: up to the model's limit */
     const int64_t max_in = r.model->cfg.max_len;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)max_in);
     pending p;

@@ -1,14 +1,15 @@
 /*
  * cmd_train.c: `qkv train CONFIG [--set key=value ...] [--resume]`: train a Transformer for one
- * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify; image)
+ * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify; image; lm)
  * from a configuration file (docs/cli.md lists every key). The loop is the same for every task.
  *
  * Every train.eval_every steps: the task scores the dev set (seq2seq: multi-reference WER / PER;
- * the others: accuracies), a line goes to out.dir/log.jsonl ("dev_<metric>" members), the model
- * is saved as last.safetensors, and as model.safetensors when the task's selection metric is the
- * best so far (with train.ema the parameter average is scored and saved instead of the last
- * step's weights); the trainer state goes to checkpoint.safetensors so --resume continues
- * bit-identically. On a terminal the progress is a live bar; otherwise plain log lines.
+ * tagging, classify and image: accuracies; lm: cross-entropy, perplexity, bits per character), a
+ * line goes to out.dir/log.jsonl ("dev_<metric>" members), the model is saved as last.safetensors,
+ * and as model.safetensors when the task's selection metric is the best so far (with train.ema the
+ * parameter average is scored and saved instead of the last step's weights); the trainer state
+ * goes to checkpoint.safetensors so --resume continues bit-identically. On a terminal the progress
+ * is a live bar; otherwise plain log lines.
  * Ctrl-C saves a checkpoint first.
  */
 #include "commands.h"
@@ -47,8 +48,8 @@ static void format_duration(double s, char *buf, size_t size) {
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv train CONFIG [--set key=value ...] [--resume]\n\n"
                "Train a Transformer from a configuration file of `key = value` lines (docs/cli.md lists every key):\n"
-               "task = seq2seq (default; e.g. grapheme-to-phoneme), tagging (e.g. POS tags), classify or image. Writes the run\n"
-               "into out.dir: task.conf, src.vocab, tgt.vocab, model.safetensors (best dev WER or accuracy),\n"
+               "task = seq2seq (default; e.g. grapheme-to-phoneme), tagging (e.g. POS tags), classify, image or lm. Writes\n"
+               "the run into out.dir: task.conf, src.vocab, tgt.vocab, model.safetensors (best dev WER, accuracy or loss),\n"
                "last.safetensors, checkpoint.safetensors, log.jsonl, report.html.\n\n"
                "options:\n"
                "  --set key=value   override a configuration key (repeatable)\n"
@@ -62,13 +63,14 @@ typedef struct {
     double *col[2 + TASK_MAX_METRICS]; /* step, loss, metrics */
     int n_metrics;
     const char *labels[TASK_MAX_METRICS];
+    bool plain; /* the metrics are not percentages */
     int64_t n, cap;
 } history;
 
 static void history_add(history *h, double step, double loss, const task_metrics *m) {
     if (h->n == 0) {
         h->n_metrics = m->n;
-        for (int i = 0; i < m->n; i++) h->labels[i] = m->m[i].label;
+        for (int i = 0; i < m->n; i++) h->labels[i] = m->m[i].label, h->plain = m->m[i].plain;
     }
     if (h->n == h->cap) {
         int64_t cap = h->cap ? 2 * h->cap : 64;
@@ -98,7 +100,7 @@ static void write_report(const char *dir, const history *h, const char *config_p
         metrics[i] = (qkv_series){names[i], h->col[0], h->col[2 + i], h->n};
     }
     qkv_chart charts[2] = {{"loss", "step", "cross-entropy", true, &loss, 1},
-                           {"dev metrics", "step", "%", false, metrics, h->n_metrics}};
+                           {"dev metrics", "step", h->plain ? "" : "%", false, metrics, h->n_metrics}};
     const char *keys[] = {"configuration"};
     const char *values[] = {config_path};
     qkv_train_report r = {"qkv train", keys, values, 1, charts, 2};
@@ -226,6 +228,7 @@ int qkv_cmd_train(int argc, char **argv) {
     double tok_rate = NAN; /* over the last second; the average since the start until then */
     const char *select_label = ops->select;
     const bool ema = qkv_trainer_has_ema(trainer);
+    bool select_plain = false; /* the selection metric is not a percentage */
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
     while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
@@ -271,7 +274,8 @@ int qkv_cmd_train(int argc, char **argv) {
             const bool best = lower ? value < best_value : value > best_value;
             if (tty) printf("\n");
             printf("eval step %lld: dev", (long long)step);
-            for (int i = 0; i < m.n; i++) printf("%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
+            for (int i = 0; i < m.n; i++)
+                printf(m.m[i].plain ? "%s %s %.4f" : "%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
             printf("  (%lld %s, %.1f s)%s\n", (long long)m.items, m.unit, now() - e0, best ? "  best so far" : "");
             fprintf(log, "{\"step\":%lld,\"epoch\":%llu,\"train_loss\":%.6f", (long long)step, (unsigned long long)pos.epoch,
                     smooth);
@@ -280,7 +284,7 @@ int qkv_cmd_train(int argc, char **argv) {
             fflush(log);
             history_add(&hist, (double)step, smooth, &m);
             for (int i = 0; i < m.n; i++)
-                if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label;
+                if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label, select_plain = m.m[i].plain;
             if (qkv_model_save(model, last_path)) goto done_err;
             if (best) {
                 best_value = value;
@@ -303,7 +307,8 @@ int qkv_cmd_train(int argc, char **argv) {
     char took[32];
     format_duration(now() - start, took, sizeof took);
     if (isfinite(best_value))
-        printf("trained %lld steps in %s; best dev %s %.2f%%; model: %s\n",
+        printf(select_plain ? "trained %lld steps in %s; best dev %s %.4f; model: %s\n"
+                            : "trained %lld steps in %s; best dev %s %.2f%%; model: %s\n",
                (long long)(qkv_trainer_steps(trainer) - first_step), took, select_label, best_value, best_path);
     else
         printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(qkv_trainer_steps(trainer) - first_step), took);

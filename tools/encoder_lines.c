@@ -1,5 +1,6 @@
 /* encoder_lines.c: see encoder_lines.h. */
 #include "encoder_lines.h"
+#include "task.h"
 
 #include "qkv/qkv_viz.h"
 
@@ -133,57 +134,51 @@ static bool flush(const run_dir *r, qkv_ctx *ctx, enc_lines *l, enc_print_fn pri
     return true;
 }
 
-int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *files, int n_files,
-                     bool stream, enc_print_fn print, void *user) {
-    qkv_ctx *ctx = NULL;
-    qkv_ctx_params cp = qkv_ctx_default_params();
-    if (qkv_ctx_new(&cp, &ctx)) {
+typedef struct decode_state {
+    const run_dir *r;
+    const enc_input *in;
+    qkv_ctx *ctx;
+    enc_lines l;
+    bool stream;
+    enc_print_fn print;
+    void *user;
+} decode_state;
+
+static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
+    decode_state *d = user;
+    if (enc_lines_add(&d->l, d->in, file, line_no, line, d->r->model->cfg.max_len)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
-    qkv_ctx_set_grad_enabled(ctx, false);
-    qkv_ctx_set_training(ctx, false);
-    enc_lines l;
-    memset(&l, 0, sizeof l);
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
-        const char *name = n_files ? files[f] : "<stdin>";
-        FILE *fp = n_files ? fopen(files[f], "r") : stdin;
-        if (!fp) {
-            fprintf(stderr, "qkv decode: cannot open %s\n", name);
-            rc = 1;
-            break;
-        }
-        int64_t line_no = 0;
-        while (rc == 0 && getline(&line, &cap, fp) >= 0) {
-            line_no++;
-            line[strcspn(line, "\r\n")] = '\0';
-            if (enc_lines_add(&l, in, name, line_no, line, r->model->cfg.max_len)) {
-                fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
-                rc = 1;
-            } else if ((stream || l.n == 64) && !flush(r, ctx, &l, print, user)) {
-                rc = 1;
-            }
-        }
-        if (n_files) fclose(fp);
+    return (d->stream || d->l.n == 64) && !flush(d->r, d->ctx, &d->l, d->print, d->user);
+}
+
+int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *files, int n_files,
+                     bool stream, enc_print_fn print, void *user) {
+    decode_state d = {.r = r, .in = in, .stream = stream, .print = print, .user = user};
+    qkv_ctx_params cp = qkv_ctx_default_params();
+    if (qkv_ctx_new(&cp, &d.ctx)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
     }
-    if (rc == 0 && !flush(r, ctx, &l, print, user)) rc = 1;
-    enc_lines_free(&l);
-    free(line);
-    qkv_ctx_free(ctx);
+    qkv_ctx_set_grad_enabled(d.ctx, false);
+    qkv_ctx_set_training(d.ctx, false);
+    int rc = task_for_each_line("decode", files, n_files, decode_line, &d);
+    if (rc == 0 && !flush(r, d.ctx, &d.l, print, user)) rc = 1;
+    enc_lines_free(&d.l);
+    qkv_ctx_free(d.ctx);
     return rc;
 }
 
 int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char *input,
              const char *out_dir, bool terminal, int layer, int head) {
     const qkv_model_config *c = &r->model->cfg;
+    const int64_t L = c->n_encoder_layers, H = c->n_heads;
     int rc = 1;
     qkv_ctx *ctx = NULL;
     enc_lines l;
     memset(&l, 0, sizeof l);
-    qkv_tensor **w = calloc((size_t)c->n_encoder_layers, sizeof *w);
+    qkv_tensor **w = calloc((size_t)L, sizeof *w);
     const char **out = NULL;
     qkv_ctx_params cp = qkv_ctx_default_params();
     if (!w || qkv_ctx_new(&cp, &ctx)) {
@@ -210,8 +205,25 @@ int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char 
         printf(" %s", out[s]);
     }
     printf("\n");
-    rc = enc_attn_write(r, run, input, l.tok, S, out, tokens ? S : 1, w, out_dir, terminal, layer,
-                        head);
+    rc = task_attn_write(&(task_attn){.run = run,
+                                      .out_dir = out_dir,
+                                      .stack = "encoder",
+                                      .kind = QKV_ATTN_SELF,
+                                      .weights = w,
+                                      .n_layers = L,
+                                      .n_heads = H,
+                                      .rows = S,
+                                      .cols = S,
+                                      .row_labels = l.tok,
+                                      .col_labels = l.tok,
+                                      .page = {.title = input,
+                                               .input_tokens = l.tok,
+                                               .n_input = S,
+                                               .output_tokens = out,
+                                               .n_output = tokens ? S : 1},
+                                      .terminal = terminal,
+                                      .layer = layer,
+                                      .head = head});
     goto done;
 fail:
     fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
@@ -223,69 +235,8 @@ done:
     return rc;
 }
 
-int enc_attn_write(const run_dir *r, const char *run, const char *title, const char *const *tokens,
-                   int64_t S, const char *const *outputs, int64_t n_outputs,
-                   qkv_tensor *const *weights, const char *out_dir, bool terminal, int layer,
-                   int head) {
-    const qkv_model_config *c = &r->model->cfg;
-    const int64_t L = c->n_encoder_layers, H = c->n_heads;
-    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
-    if (!maps) {
-        fprintf(stderr, "qkv attn: out of memory\n");
-        return 1;
-    }
-    for (int64_t i = 0; i < L; i++)
-        for (int64_t h = 0; h < H; h++)
-            maps[i * H + h] = (qkv_attn_map){.stack = "encoder",
-                                             .layer = (int)i,
-                                             .head = (int)h,
-                                             .kind = QKV_ATTN_SELF,
-                                             .rows = S,
-                                             .cols = S,
-                                             .dtype = QKV_REAL,
-                                             .weights = (const qkv_real *)weights[i]->data +
-                                                        h * S * S, /* (1, H, S, S) */
-                                             .row_labels = tokens,
-                                             .col_labels = tokens};
-    char dir[1024];
-    const size_t n = strlen(run);
-    const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
-    snprintf(dir, sizeof dir, "%s%s",
-             out_dir ? out_dir
-             : file  ? "attn"
-                     : run,
-             out_dir || file ? "" : "/attn");
-    qkv_attn_page page = {.title = title,
-                          .input_tokens = tokens,
-                          .n_input = S,
-                          .output_tokens = outputs,
-                          .n_output = n_outputs,
-                          .maps = maps,
-                          .n_maps = L * H};
-    mkdir(dir, 0777);
-    int rc = 1;
-    if (qkv_attn_export(dir, &page, NULL)) goto fail;
-    printf("%lld attention maps (%lld encoder layers x %lld heads): %s/index.html\n",
-           (long long)(L * H), (long long)L, (long long)H, dir);
-    for (int64_t i = 0; terminal && i < L * H; i++) {
-        const bool filtered = layer >= 0 || head >= 0;
-        const bool pick =
-            filtered ? (layer < 0 || maps[i].layer == layer) && (head < 0 || maps[i].head == head)
-                     : maps[i].layer == L - 1;
-        if (!pick) continue;
-        printf("\n");
-        if (qkv_attn_terminal(stdout, &maps[i], NULL)) goto fail;
-    }
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
-done:
-    free(maps);
-    return rc;
-}
-
-bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const enc_input_settings *is, enc_input *in) {
+bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head,
+                  const enc_input_settings *is, enc_input *in) {
     const qkv_model_config *c = &r->model->cfg;
     if (c->arch != QKV_ARCH_ENCODER || c->head != head || c->n_features != is->n_features) {
         fprintf(stderr,
@@ -300,14 +251,14 @@ bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const e
     }
     for (int k = 0; k < is->n_features; k++)
         if (qkv_vocab_size(in->feat[k]) != c->feature_vocab[k]) {
-            fprintf(stderr, "qkv %s: %s: feat.%s.vocab has %d symbols, the model's table %d\n", cmd, r->dir,
-                    qkv_word_feature_name(is->features[k]), qkv_vocab_size(in->feat[k]), c->feature_vocab[k]);
+            fprintf(stderr, "qkv %s: %s: feat.%s.vocab has %d symbols, the model's table %d\n", cmd,
+                    r->dir, qkv_word_feature_name(is->features[k]), qkv_vocab_size(in->feat[k]),
+                    c->feature_vocab[k]);
             enc_input_free(in);
             return false;
         }
     return true;
 }
-
 
 bool enc_open_run_conf(run_dir *r, const char *cmd, qkv_head_kind head, bool keys_ok,
                        enc_input *in) {

@@ -8,8 +8,9 @@
  * A line longer than the model's max_len tokens is an error naming file and line; an empty line
  * gives an empty output line, so outputs stay aligned with inputs. Also here: opening such a run
  * from its task.conf, and the whole `qkv decode` / `qkv attn` drivers the tasks share (a task
- * passes its head, whether its own task.conf keys read, and its printer). The writing of the
- * attention maps (enc_attn_write) serves image runs too (image_task.c: one token per patch).
+ * passes its head, whether its own task.conf keys read, and its printer). The attention maps are
+ * written by task_attn_write (task.h), which image runs use too (image_task.c: one token per
+ * patch).
  */
 #ifndef QKV_TOOLS_ENCODER_LINES_H
 #define QKV_TOOLS_ENCODER_LINES_H
@@ -47,7 +48,8 @@ typedef void (*enc_print_fn)(void *user, const enc_lines *l, const qkv_tensor *l
 /* Open the inputs of an encoder-only run whose task settings (is) were read from task.conf:
  * check that the model is the encoder with the given head and the feature tables task.conf
  * describes, and load the feature vocabularies. False after a message on stderr naming cmd. */
-bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head, const enc_input_settings *is, enc_input *in);
+bool enc_open_run(const run_dir *r, const char *cmd, qkv_head_kind head,
+                  const enc_input_settings *is, enc_input *in);
 
 /* enc_open_run for `qkv CMD` after the task read its own keys of the run's task.conf (keys_ok
  * false: that failed, r->conf.error says why): model.features, no other key, then the checks and
@@ -74,14 +76,5 @@ int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *f
  * head of the last layer) printed shaded. Returns the exit status. */
 int enc_attn(const run_dir *r, const char *run, const enc_input *in, const char *input,
              const char *out_dir, bool terminal, int layer, int head);
-
-/* The second half of `qkv attn` for any encoder-only run (token inputs above, image patches in
- * image_task.c): the self-attention maps weights[layer] (1, H, S, S) of every layer and head over
- * the S tokens, with the model's outputs above them, into out_dir (as enc_attn), printed shaded
- * with terminal. Returns the exit status. */
-int enc_attn_write(const run_dir *r, const char *run, const char *title, const char *const *tokens,
-                   int64_t S, const char *const *outputs, int64_t n_outputs,
-                   qkv_tensor *const *weights, const char *out_dir, bool terminal, int layer,
-                   int head);
 
 #endif

@@ -558,8 +558,25 @@ static int image_attn_run(run_dir *r, const char *input, const task_run_opts *o)
             snprintf(title, sizeof title, "%d x %d x %d image -> %s", c->image.height,
                      c->image.width, c->image.channels, label);
             printf("%s (p = %.4f)\n", title, enc_label_probability(x, logits->shape[1], best));
-            rc = enc_attn_write(r, o->run, title, tokens, S, &label, 1, w, o->out_dir, o->terminal,
-                                o->layer, o->head);
+            rc = task_attn_write(&(task_attn){.run = o->run,
+                                              .out_dir = o->out_dir,
+                                              .stack = "encoder",
+                                              .kind = QKV_ATTN_SELF,
+                                              .weights = w,
+                                              .n_layers = c->n_encoder_layers,
+                                              .n_heads = c->n_heads,
+                                              .rows = S,
+                                              .cols = S,
+                                              .row_labels = tokens,
+                                              .col_labels = tokens,
+                                              .page = {.title = title,
+                                                       .input_tokens = tokens,
+                                                       .n_input = S,
+                                                       .output_tokens = &label,
+                                                       .n_output = 1},
+                                              .terminal = o->terminal,
+                                              .layer = o->layer,
+                                              .head = o->head});
         }
     }
     free(tokens);

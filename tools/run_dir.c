@@ -23,9 +23,15 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
     snprintf(tgt, sizeof tgt, "%s/tgt.vocab", base);
     qkv_status st = qkv_model_load(model, &out->model);
     const bool image = !st && qkv_model_is_image(&out->model->cfg); /* no input vocabulary */
-    if (!st && !image) st = qkv_vocab_load(src, &out->src);
+    const bool lm = !st && out->model->cfg.arch == QKV_ARCH_DECODER; /* a language model: tgt.vocab only */
+    const bool no_src = image || lm;
+    if (!st && !no_src) st = qkv_vocab_load(src, &out->src);
     if (!st) st = qkv_vocab_load(tgt, &out->tgt);
-    if (!st && (qkv_vocab_size(out->src) != out->model->cfg.src_vocab || qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab))
+    if (!st && no_src && qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab)
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabulary (%d symbols) does not match the model (%d)", base,
+                           qkv_vocab_size(out->tgt), out->model->cfg.tgt_vocab);
+    if (!st && !no_src &&
+        (qkv_vocab_size(out->src) != out->model->cfg.src_vocab || qkv_vocab_size(out->tgt) != out->model->cfg.tgt_vocab))
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabularies (%d, %d symbols) do not match the model (%d, %d)", base,
                        qkv_vocab_size(out->src), qkv_vocab_size(out->tgt), out->model->cfg.src_vocab, out->model->cfg.tgt_vocab);
     snprintf(out->dir, sizeof out->dir, "%s", base);

@@ -19,8 +19,8 @@ typedef struct run_dir {
 } run_dir;
 
 /* Load dir/model.safetensors (or dir itself when it names a .safetensors file, with the
- * vocabularies beside it), dir/src.vocab (not for an image model, whose src is NULL), dir/tgt.vocab
- * and dir/task.conf when present; checks
+ * vocabularies beside it), dir/src.vocab (not for an image model or a decoder-only model: src stays
+ * NULL), dir/tgt.vocab and dir/task.conf when present; checks
  * that the vocabularies fit the model and that task.conf names a task. Returns a status with
  * qkv_last_error() set. */
 qkv_status run_dir_load(const char *dir, run_dir *out);

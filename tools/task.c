@@ -6,14 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const task_ops *const all_tasks[] = {&seq2seq_task_ops, &tagging_task_ops,
-                                            &classify_task_ops, &image_task_ops};
+                                            &classify_task_ops, &image_task_ops, &lm_task_ops};
 #define N_TASKS (int)(sizeof all_tasks / sizeof *all_tasks)
 
 void task_metrics_add(task_metrics *m, const char *key, const char *label, double value) {
-    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value};
+    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value, false};
+}
+
+void task_metrics_add_plain(task_metrics *m, const char *key, const char *label, double value) {
+    if (m->n < TASK_MAX_METRICS) m->m[m->n++] = (task_metric){key, label, value, true};
 }
 
 double task_metrics_get(const task_metrics *m, const char *key) {
@@ -47,6 +52,80 @@ qkv_status task_path(char *buf, size_t size, const char *dir, const char *name) 
     if (n > 0 && (size_t)n < size) return QKV_OK;
     return qkv_set_error(QKV_ERR_INVALID_ARG, "%s/%s: path longer than %zu bytes", dir, name,
                          size - 1);
+}
+
+int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn,
+                       void *user) {
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
+        const char *name = n_files ? files[f] : "<stdin>";
+        FILE *in = n_files ? fopen(files[f], "r") : stdin;
+        if (!in) {
+            fprintf(stderr, "qkv %s: cannot open %s\n", cmd, name);
+            rc = 1;
+            break;
+        }
+        int64_t line_no = 0;
+        while (rc == 0 && getline(&line, &cap, in) >= 0) {
+            line[strcspn(line, "\r\n")] = '\0';
+            rc = fn(user, name, ++line_no, line);
+        }
+        if (n_files) fclose(in);
+    }
+    free(line);
+    return rc;
+}
+
+int task_attn_write(const task_attn *a) {
+    const int64_t L = a->n_layers, H = a->n_heads, cells = a->rows * a->cols;
+    qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
+    if (!maps) {
+        fprintf(stderr, "qkv attn: out of memory\n");
+        return 1;
+    }
+    for (int64_t l = 0; l < L; l++)
+        for (int64_t h = 0; h < H; h++)
+            maps[l * H + h] = (qkv_attn_map){.stack = a->stack,
+                                             .layer = (int)l,
+                                             .head = (int)h,
+                                             .kind = a->kind,
+                                             .rows = a->rows,
+                                             .cols = a->cols,
+                                             .dtype = QKV_REAL,
+                                             .weights = (const qkv_real *)a->weights[l]->data +
+                                                        h * cells, /* (1, H, rows, cols) */
+                                             .row_labels = a->row_labels,
+                                             .col_labels = a->col_labels};
+    char dir[1024];
+    const size_t n = strlen(a->run);
+    const bool file = n > 12 && !strcmp(a->run + n - 12, ".safetensors");
+    snprintf(dir, sizeof dir, "%s%s",
+             a->out_dir ? a->out_dir
+             : file     ? "attn"
+                        : a->run,
+             a->out_dir || file ? "" : "/attn");
+    qkv_attn_page page = a->page;
+    page.maps = maps;
+    page.n_maps = L * H;
+    mkdir(dir, 0777);
+    qkv_status st = qkv_attn_export(dir, &page, NULL);
+    if (!st)
+        printf("%lld attention maps (%lld %s layers x %lld heads): %s/index.html\n",
+               (long long)(L * H), (long long)L, a->stack, (long long)H, dir);
+    for (int64_t i = 0; !st && a->terminal && i < L * H; i++) {
+        const bool filtered = a->layer >= 0 || a->head >= 0;
+        const bool pick = filtered ? (a->layer < 0 || maps[i].layer == a->layer) &&
+                                         (a->head < 0 || maps[i].head == a->head)
+                                   : maps[i].layer == L - 1;
+        if (!pick) continue;
+        printf("\n");
+        st = qkv_attn_terminal(stdout, &maps[i], NULL);
+    }
+    if (st) fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
+    free(maps);
+    return st ? 1 : 0;
 }
 
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n) {

@@ -8,6 +8,8 @@
  *   classify  "label<TAB>t1 t2 ...": encoder-only, pooled head, accuracy (classify_task.c)
  *   image     "label<TAB>p1 p2 ...": pixels of fixed-size images, a ViT-style encoder,
  *             accuracy (image_task.c)
+ *   lm        plain text, one text per line: decoder-only language model, dev cross-entropy,
+ *             perplexity and bits per character (lm_task.c)
  *
  * A task reads its keys, loads the training and dev data with its vocabularies (built and saved
  * into the run directory on a fresh run, read back from it on --resume), turns each batch of the
@@ -26,6 +28,7 @@
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
 #include "qkv/qkv_train.h"
+#include "qkv/qkv_viz.h"
 
 #include <stdio.h>
 
@@ -34,7 +37,8 @@
 typedef struct task_metric {
     const char *key;   /* log.jsonl member "dev_<key>" (e.g. "wer", "accuracy") */
     const char *label; /* printed name (e.g. "WER", "accuracy") */
-    double value;      /* in percent */
+    double value;      /* in percent (plain: as it is) */
+    bool plain;        /* not a percentage (e.g. a cross-entropy) */
 } task_metric;
 
 typedef struct task_metrics {
@@ -46,6 +50,8 @@ typedef struct task_metrics {
 
 /* Append a metric (ignored past TASK_MAX_METRICS); the value of key (NAN when absent). */
 void task_metrics_add(task_metrics *m, const char *key, const char *label, double value);
+/* The same for a value that is not a percentage. */
+void task_metrics_add_plain(task_metrics *m, const char *key, const char *label, double value);
 double task_metrics_get(const task_metrics *m, const char *key);
 
 /* The settings every task has: what the training loop reads. */
@@ -66,7 +72,9 @@ typedef struct task_run_opts {
     bool stream;     /* decode --stream: each input as soon as it is read */
     const char *out_dir;
     bool terminal;
-    int layer, head; /* attn filters; negative: none */
+    int layer, head;                        /* attn filters; negative: none */
+    const struct qkv_decode_params *decode; /* decode: the search options (tasks that generate) */
+    bool strategy_set;                      /* decode: --greedy, --beam or --sample was given */
 } task_run_opts;
 
 typedef struct task_ops {
@@ -92,6 +100,7 @@ typedef struct task_ops {
     int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
                       const task_run_opts *o);
     int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
+    bool generates; /* decode_run reads the search options of `qkv decode` (o->decode) */
 } task_ops;
 
 /* The part of a task the training loop sees; implementations embed it as their first member. */
@@ -102,7 +111,7 @@ struct task {
     qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */
 };
 
-extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, image_task_ops;
+extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, image_task_ops, lm_task_ops;
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
@@ -123,6 +132,33 @@ bool task_read_common(config *cfg, task_settings *s);
 bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,
                              qkv_model_config *m);
 bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a);
+
+/* Call fn on every line of the files in turn (stdin when n_files is 0), its end of line removed,
+ * with the file's name ("<stdin>") and the line number, until fn returns non-zero. A file that
+ * cannot be opened is "qkv CMD: cannot open FILE" on stderr and exit status 1. Returns fn's
+ * first non-zero value, else 0. */
+typedef int (*task_line_fn)(void *user, const char *file, int64_t line_no, char *line);
+int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn,
+                       void *user);
+
+/* `qkv attn` for one stack of self-attention layers (the encoder of tagging / classify, the causal
+ * stack of a language model): n_layers weight tensors (1, H, rows, cols) become the maps of every
+ * layer and head, written with the page's title and tokens into out_dir (NULL: RUN/attn, or ./attn
+ * when RUN is a model file); a line "N attention maps (L <stack> layers x H heads):
+ * DIR/index.html"; with terminal, the maps picked by layer / head (negative: any; neither given:
+ * every head of the last layer) printed shaded. Returns the exit status (messages on stderr). */
+typedef struct task_attn {
+    const char *run, *out_dir;
+    const char *stack; /* "encoder", "decoder" */
+    qkv_attn_kind kind;
+    qkv_tensor *const *weights;
+    int64_t n_layers, n_heads, rows, cols;
+    const char *const *row_labels, *const *col_labels;
+    qkv_attn_page page; /* title and tokens (its maps are filled in) */
+    bool terminal;
+    int layer, head;
+} task_attn;
+int task_attn_write(const task_attn *a);
 
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);

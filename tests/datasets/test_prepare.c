@@ -148,6 +148,11 @@ TEST(data_prepare_brown_mini) {
                   "ca02.2\teditorial\n");
     DT_CHECK_FILE(out, "brown.dev.ids", "ca01.1\tnews\n");
     DT_CHECK_FILE(out, "brown.test.ids", "ca02.3\teditorial\n");
+    /* the language-model text: each sentence of the .tsv files on a line, words joined by spaces */
+    DT_CHECK_FILE(out, "brown.train.txt",
+                  "The Fulton County said .\nHeadline '' gonna\nA b\nc\nd\n");
+    DT_CHECK_FILE(out, "brown.dev.txt", "1/2 of it's fw-bar `` x\n");
+    DT_CHECK_FILE(out, "brown.test.txt", "e\n");
     DT_CHECK_FILE(out, "tags.full.txt",
                   "AT\t2\nNP-TL\t1\nNN-TL\t1\nVBD\t1\n.\t1\nCD\t1\nIN\t1\nPPS+BEZ\t1\nFW-NN\t1\n"
                   "``\t1\nNIL\t1\nNN-HL\t1\n''\t1\nVBG+TO\t1\nNN\t1\nCC\t1\nJJ-TL-HL\t1\n"

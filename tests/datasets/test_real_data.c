@@ -93,6 +93,31 @@ TEST(data_real_brown_counts) {
         qkv_corpus_free(cp);
         free(p);
     }
+    /* the language-model text: a line per sentence, its words; 4,863,312 / 610,465 / 595,957
+     * characters (docs/data.md), 84 distinct ones in train (the space included) */
+    static const char *const txt[3] = {"brown.train.txt", "brown.dev.txt", "brown.test.txt"};
+    static const int64_t chars[3] = {4863312, 610465, 595957};
+    for (int s = 0; s < 3; s++) {
+        char *p = dt_join(out, txt[s]);
+        qkv_corpus *cp = NULL, *cw = NULL;
+        CHECK_OK(qkv_corpus_read(QKV_CORPUS_TEXT, p, NULL, &cp));
+        CHECK_OK(qkv_corpus_read(QKV_CORPUS_TEXT, p, &(qkv_read_opts){.text_words = true}, &cw));
+        int64_t n_chars = 0, n_words = 0;
+        for (int64_t i = 0; cp && cw && i < qkv_corpus_size(cp); i++)
+            n_chars += qkv_corpus_length(cp, i, QKV_FIELD_TGT), n_words += qkv_corpus_length(cw, i, QKV_FIELD_TGT);
+        CHECK_MSG(qkv_corpus_size(cp) == c.items[s] && n_words == c.units[s] && n_chars == chars[s],
+                  "%s: %lld lines, %lld words, %lld characters", txt[s], (long long)qkv_corpus_size(cp),
+                  (long long)n_words, (long long)n_chars);
+        if (s == 0) {
+            qkv_vocab *v = NULL;
+            CHECK_OK(qkv_vocab_build(cp, QKV_FIELD_TGT, 1, true, &v));
+            CHECK(qkv_vocab_size(v) == 4 + 84);
+            qkv_vocab_free(v);
+        }
+        qkv_corpus_free(cp);
+        qkv_corpus_free(cw);
+        free(p);
+    }
     free(src);
     dt_rmtree(out);
 }

@@ -48,7 +48,7 @@ bool cli_same_file(const char *a, const char *b) {
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
     bool same = fa && fb;
     while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
+        const int ca = fgetc(fa), cb = fgetc(fb);
         same = ca == cb;
         if (ca == EOF || cb == EOF) break;
     }

@@ -104,3 +104,25 @@ void cli_run_remove(const cli_run *r) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
     CHECK(system(cmd) == 0);
 }
+
+bool cli_train_straight_and_resumed(const cli_run *r, int half_steps, char *out, size_t size) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r->conf,
+             r->dir);
+    if (cli_exec(cmd, out, size) != 0) return false;
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=%d", QKV_CLI_PATH, r->conf,
+             half_steps);
+    if (cli_exec(cmd, out, size) != 0) return false;
+    snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r->conf);
+    return cli_exec(cmd, out, size) == 0;
+}
+
+const char *cli_first_different(const char *a, const char *b, const char *const *files, int n) {
+    for (int i = 0; i < n; i++) {
+        char pa[512], pb[512];
+        snprintf(pa, sizeof pa, "%s/%s", a, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", b, files[i]);
+        if (!cli_same_file(pa, pb)) return files[i];
+    }
+    return NULL;
+}

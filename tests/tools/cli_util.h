@@ -43,4 +43,12 @@ bool cli_run_seq2seq(cli_run *r, const char *dev_text, const char *extra);
 /* Remove the run's directory (a test failure when that fails). */
 void cli_run_remove(const cli_run *r);
 
+/* The --resume check every task's CLI test makes: `qkv train r->conf` into r->dir/straight, then
+ * train.steps = half_steps into r->run_dir and `--resume` to the end. true when all three exit 0;
+ * out holds the output of the last command run (the --resume one on success). */
+bool cli_train_straight_and_resumed(const cli_run *r, int half_steps, char *out, size_t size);
+/* The first of the n files that differs between directories a and b (or is missing from one);
+ * NULL when every one holds the same bytes in both. */
+const char *cli_first_different(const char *a, const char *b, const char *const *files, int n);
+
 #endif

@@ -232,24 +232,18 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
 /* 6 steps, a checkpoint, 6 more after --resume (into the second epoch) == 12 steps at once, bit for
  * bit. */
 TEST(cli_tagging_resume_is_bit_identical) {
-    char cmd[4096], out[16384], a[128], b[128];
+    char out[16384], straight[128];
     cli_run r;
     CHECK(setup(&r, true,
                 "model.features = suffix1 lower\nmodel.dropout = 0.2\ntrain.word_dropout = 1\n"
                 "train.steps = 12\ntrain.eval_every = 6\n"));
-    snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=6", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 6 (epoch 0"),
+    CHECK_MSG(cli_train_straight_and_resumed(&r, 6, out, sizeof out) &&
+                  strstr(out, "at step 6 (epoch 0"),
               "resume: %s", out);
-    snprintf(a, sizeof a, "%s/straight/last.safetensors", r.dir);
-    snprintf(b, sizeof b, "%s/last.safetensors", r.run_dir);
-    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
-    snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", r.dir);
-    snprintf(b, sizeof b, "%s/checkpoint.safetensors", r.run_dir);
-    CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
+    const char *names[] = {"last.safetensors", "checkpoint.safetensors"};
+    snprintf(straight, sizeof straight, "%s/straight", r.dir);
+    const char *differs = cli_first_different(straight, r.run_dir, names, 2);
+    CHECK_MSG(!differs, "%s differs between %s and %s", differs, straight, r.run_dir);
     cli_run_remove(&r);
 }
 

@@ -181,27 +181,22 @@ TEST(cli_image_learns_and_agrees_with_the_library) {
 /* 10 steps, a checkpoint, 10 more after --resume (into the second epoch of 13 batches) == 20
  * steps at once, bit for bit; and the same with 2 threads. */
 TEST(cli_image_resume_and_threads_are_bit_identical) {
-    char cmd[4096], out[16384], a[128], b[128];
+    char cmd[4096], out[16384], straight[128], two[128];
     cli_run r;
     CHECK(setup(&r, "model.dropout = 0.2\ntrain.steps = 20\ntrain.eval_every = 10\n"));
-    snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=10", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 10 (epoch 0"),
+    CHECK_MSG(cli_train_straight_and_resumed(&r, 10, out, sizeof out) &&
+                  strstr(out, "at step 10 (epoch 0"),
               "resume: %s", out);
     snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/two --set train.threads=2",
              QKV_CLI_PATH, r.conf, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
     const char *files[] = {"last.safetensors", "checkpoint.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(a, sizeof a, "%s/straight/%s", r.dir, files[i]);
-        snprintf(b, sizeof b, "%s/%s", r.run_dir, files[i]);
-        CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
-        snprintf(b, sizeof b, "%s/two/%s", r.dir, files[i]);
-        CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
-    }
+    snprintf(straight, sizeof straight, "%s/straight", r.dir);
+    snprintf(two, sizeof two, "%s/two", r.dir);
+    const char *differs = cli_first_different(straight, r.run_dir, files, 2);
+    CHECK_MSG(!differs, "%s differs between %s and %s", differs, straight, r.run_dir);
+    differs = cli_first_different(straight, two, files, 2);
+    CHECK_MSG(!differs, "%s differs between %s and %s", differs, straight, two);
     cli_run_remove(&r);
 }
 

@@ -237,23 +237,16 @@ TEST(cli_lm_learns_evaluates_decodes_and_shows_attention) {
 /* 8 steps, a checkpoint, 8 more after --resume (into the second epoch) == 16 steps at once, bit for
  * bit (with dropout). */
 TEST(cli_lm_resume_is_bit_identical) {
-    char cmd[4096], out[16384], a[128], b[128];
+    char out[16384], straight[128];
     cli_run r;
     CHECK(setup(&r, "model.dropout = 0.2\ntrain.steps = 16\ntrain.eval_every = 8\n"));
-    snprintf(cmd, sizeof cmd, "%s train %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, r.dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=8", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume", QKV_CLI_PATH, r.conf);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "at step 8 (epoch 0") &&
-                  strstr(out, "epoch 1"),
+    CHECK_MSG(cli_train_straight_and_resumed(&r, 8, out, sizeof out) &&
+                  strstr(out, "at step 8 (epoch 0") && strstr(out, "epoch 1"),
               "resume: %s", out);
     const char *names[] = {"last.safetensors", "checkpoint.safetensors", "model.safetensors"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(a, sizeof a, "%s/straight/%s", r.dir, names[i]);
-        snprintf(b, sizeof b, "%s/%s", r.run_dir, names[i]);
-        CHECK_MSG(cli_same_file(a, b), "%s and %s differ", a, b);
-    }
+    snprintf(straight, sizeof straight, "%s/straight", r.dir);
+    const char *differs = cli_first_different(straight, r.run_dir, names, 3);
+    CHECK_MSG(!differs, "%s differs between %s and %s", differs, straight, r.run_dir);
     cli_run_remove(&r);
 }
 

@@ -11,10 +11,19 @@
  *   lse = m + log l (-inf and o = 0 for a row with no allowed key).
  *
  * Backward (FlashAttention-2, recomputing P = exp(S - lse) tile by tile), with D_i = dO_i.O_i
- * and dS = P (dO V^T - D) scale, in two passes so that every output element is summed by one
- * thread in a fixed order (no atomics: the result does not depend on the thread count):
+ * and dS = P (dO V^T - D) scale. Every output element is summed by one thread in a fixed order
+ * (no atomics: the result does not depend on the thread count). With B H >=
+ * QKV_SDPA_ONE_PASS_HEADS (sdpa.h; training: batch x heads), one task per head walks its key
+ * blocks and, inside, their query blocks, and each tile does all of it:  dV_j += P^T dO_i,
+ * dK_j += dS^T Q_i,  dQ_i += dS K_j  (dQ of the whole head in the task's scratch): S, P, dP and
+ * the dropout decisions once per tile. With fewer heads there would be too few tasks for the
+ * threads, so two passes split the work finer, at the price of computing them twice:
  *   pass 1, one task per query block:  dQ += dS K;
  *   pass 2, one task per key block:    dV += P^T dO,  dK += dS^T Q.
+ * Both schedules give the same bits: each element of dQ, dK, dV sums the same products over the
+ * same tiles in the same order (tiles one schedule visits and the other skips lie wholly outside
+ * the causal / window band: they add exact zeros to sums that start at +0), and a product and
+ * its transpose multiply the same pairs in the same order.
  *
  * Dropout (training, FlashAttention's way): with z_ij = keep_ij / (1 - p) and P the undropped
  * softmax numerators, the forward keeps l (and lse) over the undropped P and accumulates only the
@@ -401,6 +410,93 @@ static void dscores(const qkv_real *Di, qkv_real scale, int64_t ni, int64_t nj, 
                 dp[r * si + c] = P[r * si + c] * (dp[r * si + c] - Di[r]) * scale;
 }
 
+/* dst (cols, rows; leading dimension ldd) = src (rows, cols; leading dimension lds) transposed. */
+static void transpose_tile(const qkv_real *src, int64_t rows, int64_t cols, int64_t lds,
+                           qkv_real *dst, int64_t ldd) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            dst[c * ldd + r] = src[r * lds + c];
+}
+
+/* What both backward schedules read: the problem, its operands and gradients, the per-row
+ * statistics Dd = dO.O and L (lse with 0 for -inf), K^T and V^T (B, H, D | Dv, tld(S)). */
+typedef struct bwd_args {
+    const qkv_sdpa_problem *p;
+    const qkv_real *q, *k, *v, *dout, *Dd, *L, *kt, *vt;
+    qkv_real *dq, *dk, *dv;
+} bwd_args;
+
+/* Per-thread scratch of the one-pass schedule: s, dp, st (BR x BC each), keep (BR x BC, with
+ * dropout), dka (BC x D), dva (BC x Dv), dqa (T x D). */
+static int64_t one_pass_scratch(const qkv_sdpa_problem *p) {
+    return 3 * BR * BC + (p->dropout > 0 ? BR * BC : 0) + BC * (p->D + p->Dv) + p->T * p->D;
+}
+
+/* The one-pass schedule: one task per head bh = b H + h (module comment). */
+static void bwd_one_pass(const bwd_args *a, qkv_real *scratch, int64_t per) {
+    const qkv_sdpa_problem *p = a->p;
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    const qkv_real scale = (qkv_real)p->scale, rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    const bool drop = p->dropout > 0, want_ds = a->dq || a->dk;
+    const bool par = B * H * T * S * (D + Dv) > GRAIN;
+    (void)par;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par)
+#endif
+    for (int64_t bh = 0; bh < B * H; bh++) {
+        qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC, *st = dp + BR * BC;
+        qkv_real *keep = st + BR * BC, *dka = keep + (drop ? BR * BC : 0), *dva = dka + BC * D;
+        qkv_real *dqa = dva + BC * Dv;
+        const int64_t b = bh / H, h = bh % H;
+        if (a->dq) zero(dqa, T * D);
+        for (int64_t j0 = 0; j0 < S; j0 += BC) {
+            const int64_t nc = min64(BC, S - j0);
+            const qkv_real *kb = a->k + sdpa_row(p->lk, H, bh, j0);
+            zero(dka, nc * D);
+            zero(dva, nc * Dv);
+            int64_t ilo, ihi;
+            query_range(p, j0, nc, &ilo, &ihi);
+            for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
+                const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
+                const qkv_real *qb = a->q + sdpa_row(p->lq, H, bh, i0), *dob = a->dout + row0 * Dv;
+                zero(s, nr * BC);
+                mm_acc(nr, nc, D, qb, p->lq.ld, a->kt + bh * D * tld(S) + j0, tld(S), s,
+                       BC); /* S = Q K^T */
+                finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+                probs(a->L + row0, nr, nc, s, BC, 1);
+                if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                if (want_ds) {
+                    zero(dp, nr * BC);
+                    mm_acc(nr, nc, Dv, dob, Dv, a->vt + bh * Dv * tld(S) + j0, tld(S), dp,
+                           BC);                                    /* dP = dO V^T */
+                    if (drop) drop_tile(keep, rs, nr, nc, BC, dp); /* dP <- z dP */
+                    dscores(a->Dd + row0, scale, nr, nc, s, dp, BC, 1);
+                    if (a->dq) /* dQ_i += dS K_j */
+                        mm_acc(nr, D, nc, dp, BC, kb, p->lk.ld, dqa + i0 * D, D);
+                    if (a->dk) { /* dK_j += dS^T Q_i */
+                        transpose_tile(dp, nr, nc, BC, st, BR);
+                        mm_acc(nc, D, nr, st, BR, qb, p->lq.ld, dka, D);
+                    }
+                }
+                if (a->dv) { /* dV_j += (z P)^T dO_i */
+                    if (drop) drop_tile(keep, rs, nr, nc, BC, s);
+                    transpose_tile(s, nr, nc, BC, st, BR);
+                    mm_acc(nc, Dv, nr, st, BR, dob, Dv, dva, Dv);
+                }
+            }
+            for (int64_t c = 0; c < nc; c++) {
+                for (int64_t d = 0; a->dk && d < D; d++)
+                    a->dk[sdpa_row(p->lk, H, bh, j0 + c) + d] += dka[c * D + d];
+                for (int64_t d = 0; a->dv && d < Dv; d++)
+                    a->dv[sdpa_row(p->lv, H, bh, j0 + c) + d] += dva[c * Dv + d];
+            }
+        }
+        for (int64_t i = 0; a->dq && i < T; i++)
+            for (int64_t d = 0; d < D; d++)
+                a->dq[sdpa_row(p->lq, H, bh, i) + d] += dqa[i * D + d];
+    }
+}
+
 static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
                 qkv_real *dq, qkv_real *dk, qkv_real *dv) {
@@ -410,15 +506,18 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
     (void)par;
     /* One buffer, released at the end for the next call of the same size:
      * per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys);
-     * transposed operands: K^T, V^T for pass 1, then Q^T, dO^T for pass 2 in the same place;
-     * per thread, pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
+     * transposed operands: K^T, V^T for the one pass or pass 1, then Q^T, dO^T for pass 2 in
+     * the same place;
+     * per thread, one pass: one_pass_scratch;
+     *             pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
      *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv);
      * with dropout, keep (BR, BC) after them. */
-    const bool drop = p->dropout > 0;
+    const bool drop = p->dropout > 0, one_pass = B * H >= QKV_SDPA_ONE_PASS_HEADS;
     const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
     const int64_t acc_n = max64(BR * D, BC * (D + Dv));
-    const int64_t per = 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
-    const int64_t lay1 = dq ? (D + Dv) * tld(S) : 0, lay2 = dk || dv ? (D + Dv) * tld(T) : 0;
+    const int64_t per = one_pass ? one_pass_scratch(p) : 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
+    const int64_t lay1 = dq || one_pass ? (D + Dv) * tld(S) : 0;
+    const int64_t lay2 = !one_pass && (dk || dv) ? (D + Dv) * tld(T) : 0;
     const int64_t nlay = B * H * max64(lay1, lay2);
     const size_t bytes = sizeof(qkv_real) * (size_t)(2 * rows + 1 + nlay + per * max_threads());
     qkv_real *Dd = qkv__grad_scratch(ctx, bytes);
@@ -433,6 +532,15 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             t += dout[x * Dv + d] * o[x * Dv + d];
         Dd[x] = t;
         L[x] = lse[x] == (qkv_real)-INFINITY ? 0 : lse[x];
+    }
+
+    if (one_pass) {
+        qkv_real *kt = lay, *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* K^T */
+        transpose_into(vt, v, p->lv, H, B * H, S, Dv);                          /* V^T */
+        const bwd_args a = {p, q, k, v, dout, Dd, L, kt, vt, dq, dk, dv};
+        bwd_one_pass(&a, scratch, per);
+        qkv__grad_scratch_release(ctx, Dd, bytes);
+        return true;
     }
 
     if (dq) { /* pass 1: dQ by query blocks */

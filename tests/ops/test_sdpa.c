@@ -453,6 +453,74 @@ TEST(sdpa_tile_product_has_the_bits_of_the_plain_loop) {
     free(a), free(b), free(c), free(want);
 }
 
+/* The backward's two schedules (kernels/sdpa_cpu.c): with B H >= 8 heads one task per head does
+ * everything in one pass; with fewer, two passes. Each head of a 4 x 2 problem, run alone (one
+ * head: two passes), must give the bits the whole problem gave it (one pass), forward and
+ * backward, with no mask, causal + ALiBi, and a window + key padding, on tiles cut off at both
+ * ends (T = 70, S = 130). The kernels are called directly; no dropout (its Philox words depend on
+ * the head's index). */
+TEST(sdpa_one_pass_backward_has_the_bits_of_the_two_pass_one) {
+    enum { B = 4, H = 2, T = 70, S = 130, D = 5, Dv = 3, BH = B * H };
+    _Static_assert(BH >= QKV_SDPA_ONE_PASS_HEADS && QKV_SDPA_ONE_PASS_HEADS > 1,
+                   "the whole problem must take the one pass, a single head the two");
+    qkv_ctx *ctx = ctx_with(QKV_KERNELS_FAST);
+    const qkv_real slopes[H] = {(qkv_real)0.25, (qkv_real)0.0625};
+    int32_t pad[B * S];
+    for (int64_t x = 0; x < B * S; x++)
+        pad[x] = x % S > S - 1 - 9 * (x / S); /* batch b pads its last 9 b keys */
+    const int64_t nq = BH * T * D, nk = BH * S * D, nv = BH * S * Dv, no = BH * T * Dv;
+    qkv_real *in = malloc(sizeof(qkv_real) * (size_t)(nq + nk + nv + no));
+    qkv_real *all = calloc((size_t)(no + BH * T + nq + nk + nv), sizeof(qkv_real));
+    qkv_real *one = calloc((size_t)(no + BH * T + nq + nk + nv), sizeof(qkv_real));
+    qkv_real *q = in, *k = q + nq, *v = k + nk, *dy = v + nv;
+    tu_fill_uniform(in, nq + nk + nv + no, -2, 2, 77);
+    for (int variant = 0; variant < 3; variant++) {
+        qkv_sdpa_problem p;
+        memset(&p, 0, sizeof p);
+        p.B = B, p.H = H, p.T = T, p.S = S, p.D = D, p.Dv = Dv, p.scale = 0.45;
+        p.lq = (qkv__mat_layout){D, H * T * D, T * D};
+        p.lk = (qkv__mat_layout){D, H * S * D, S * D};
+        p.lv = (qkv__mat_layout){Dv, H * S * Dv, S * Dv};
+        p.window_left = p.window_right = -1;
+        if (variant == 1) p.causal = true, p.alibi = slopes;
+        if (variant == 2) p.window_left = 20, p.window_right = 3, p.key_padding = pad;
+        memset(all, 0, sizeof(qkv_real) * (size_t)(no + BH * T + nq + nk + nv));
+        qkv_real *o = all, *lse = o + no, *dq = lse + BH * T, *dk = dq + nq, *dv = dk + nk;
+        CHECK(qkv_sdpa_cpu.fwd(ctx, &p, q, k, v, o, lse));
+        CHECK(qkv_sdpa_cpu.bwd(ctx, &p, q, k, v, o, lse, dy, dq, dk, dv));
+        for (int64_t bh = 0; bh < BH; bh++) {
+            qkv_sdpa_problem p1 = p;
+            p1.B = p1.H = 1;
+            p1.alibi = p.alibi ? p.alibi + bh % H : NULL;
+            p1.key_padding = p.key_padding ? p.key_padding + bh / H * S : NULL;
+            memset(one, 0, sizeof(qkv_real) * (size_t)(no + BH * T + nq + nk + nv));
+            qkv_real *o1 = one, *lse1 = o1 + T * Dv, *dq1 = lse1 + T, *dk1 = dq1 + T * D;
+            qkv_real *dv1 = dk1 + S * D;
+            CHECK(qkv_sdpa_cpu.fwd(ctx, &p1, q + bh * T * D, k + bh * S * D, v + bh * S * Dv, o1,
+                                   lse1));
+            CHECK(qkv_sdpa_cpu.bwd(ctx, &p1, q + bh * T * D, k + bh * S * D, v + bh * S * Dv, o1,
+                                   lse1, dy + bh * T * Dv, dq1, dk1, dv1));
+            const qkv_real *whole[5] = {o + bh * T * Dv, lse + bh * T, dq + bh * T * D,
+                                        dk + bh * S * D, dv + bh * S * Dv};
+            const qkv_real *alone[5] = {o1, lse1, dq1, dk1, dv1};
+            const int64_t n[5] = {T * Dv, T, T * D, S * D, S * Dv};
+            const char *what[5] = {"o", "lse", "dq", "dk", "dv"};
+            for (int t = 0; t < 5; t++)
+                CHECK_MSG(memcmp(whole[t], alone[t], sizeof(qkv_real) * (size_t)n[t]) == 0,
+                          "variant %d, head %lld: %s differs between one pass and two", variant,
+                          (long long)bh, what[t]);
+        }
+    }
+    /* the one-pass schedule against the reference and across thread counts, with dropout */
+    qkv_mask causal = mask_all();
+    causal.causal = true;
+    const sdpa_case c = {B, H, T, S, D, Dv, 0.45, &causal, slopes, 300, 0.3};
+    check_fast_vs_ref(&c, sizeof(qkv_real) == 4 ? 1e-5 / (1 - 0.3) : 1e-12, "one pass, dropout",
+                      NULL);
+    free(in), free(all), free(one);
+    qkv_ctx_free(ctx);
+}
+
 TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {
     /* Batch entry 1 pads every key; row 3 of the (T, S) graph is empty: those rows give o = 0,
      * no gradient to q, and nothing to the keys of batch 1; nothing is NaN. */

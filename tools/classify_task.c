@@ -287,4 +287,5 @@ const task_ops classify_task_ops = {.name = "classify",
                                     .free = classify_free,
                                     .eval_run = classify_eval_run,
                                     .decode_run = classify_decode_run,
-                                    .attn_run = classify_attn_run};
+                                    .attn_run = classify_attn_run,
+                                    .rate_unit = "texts"};

@@ -229,6 +229,7 @@ int qkv_cmd_train(int argc, char **argv) {
     const char *select_label = ops->select;
     const bool ema = qkv_trainer_has_ema(trainer);
     bool select_plain = false; /* the selection metric is not a percentage */
+    const char *rate_unit = ops->rate_unit ? ops->rate_unit : "tok";
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
     while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
@@ -255,13 +256,13 @@ int qkv_cmd_train(int argc, char **argv) {
         const qkv_batch_pos pos = qkv_batcher_tell(batcher);
         if (tty) {
             const int width = 24, filled = (int)((double)width * (double)step / (double)s->steps);
-            printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f tok/s  lr %.2e  ETA %s   ", filled,
+            printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f %s/s  lr %.2e  ETA %s   ", filled,
                    "========================", width - filled, "", (long long)step, (long long)s->steps,
-                   (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
+                   (unsigned long long)pos.epoch, smooth, rate, rate_unit, st.lr, eta);
             fflush(stdout);
         } else if (step % s->log_every == 0 || step == s->steps) {
-            printf("step %lld/%lld epoch %llu loss %.4f tok/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s->steps,
-                   (unsigned long long)pos.epoch, smooth, rate, st.lr, eta);
+            printf("step %lld/%lld epoch %llu loss %.4f %s/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s->steps,
+                   (unsigned long long)pos.epoch, smooth, rate_unit, rate, st.lr, eta);
             fflush(stdout);
         }
         if (step % s->eval_every == 0 || step == s->steps) {

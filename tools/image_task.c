@@ -598,4 +598,5 @@ const task_ops image_task_ops = {.name = "image",
                                  .free = image_free,
                                  .eval_run = image_eval_run,
                                  .decode_run = image_decode_run,
-                                 .attn_run = image_attn_run};
+                                 .attn_run = image_attn_run,
+                                 .rate_unit = "images"};

@@ -101,6 +101,10 @@ typedef struct task_ops {
                       const task_run_opts *o);
     int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
     bool generates; /* decode_run reads the search options of `qkv decode` (o->decode) */
+    /* What the training rate counts: the trainer's weighted targets per second, one per target
+     * token, or one per text / image for tasks with one label an input ("texts", "images");
+     * NULL: "tok". */
+    const char *rate_unit;
 } task_ops;
 
 /* The part of a task the training loop sees; implementations embed it as their first member. */

@@ -96,9 +96,10 @@ typedef struct qkv_sdpa_kernels {
 void qkv__sdpa_mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *a, int64_t lda,
                       const qkv_real *b, int64_t ldb, qkv_real *c, int64_t ldc);
 
-/* The CPU backward runs one task per head in one pass when B H is at least this (too few tasks
- * for the threads below it: then two passes; the bits are the same, sdpa_cpu.c). */
-#define QKV_SDPA_ONE_PASS_HEADS 8
+/* The CPU backward runs one task per head in one pass when B H is at least this many heads per
+ * thread (fewer tasks would leave threads idle: then two passes, which split heads into blocks).
+ * Both schedules give the same bits (sdpa_cpu.c), so the choice never changes a result. */
+#define QKV_SDPA_ONE_PASS_HEADS_PER_THREAD 4
 
 extern const qkv_sdpa_kernels qkv_sdpa_ref;
 extern const qkv_sdpa_kernels qkv_sdpa_cpu;

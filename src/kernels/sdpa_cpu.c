@@ -12,9 +12,9 @@
  *
  * Backward (FlashAttention-2, recomputing P = exp(S - lse) tile by tile), with D_i = dO_i.O_i
  * and dS = P (dO V^T - D) scale. Every output element is summed by one thread in a fixed order
- * (no atomics: the result does not depend on the thread count). With B H >=
- * QKV_SDPA_ONE_PASS_HEADS (sdpa.h; training: batch x heads), one task per head walks its key
- * blocks and, inside, their query blocks, and each tile does all of it:  dV_j += P^T dO_i,
+ * (no atomics: the result does not depend on the thread count). With B H at least
+ * QKV_SDPA_ONE_PASS_HEADS_PER_THREAD (sdpa.h) x threads, as in training, one task per head walks
+ * its key blocks and, inside, their query blocks, and each tile does all of it:  dV_j += P^T dO_i,
  * dK_j += dS^T Q_i,  dQ_i += dS K_j  (dQ of the whole head in the task's scratch): S, P, dP and
  * the dropout decisions once per tile. With fewer heads there would be too few tasks for the
  * threads, so two passes split the work finer, at the price of computing them twice:
@@ -512,7 +512,8 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
      *             pass 1: s (BR, BC), dp (BR, BC), dqa (BR, D);
      *             pass 2: s (BC, BR), dp (BC, BR), dka (BC, D), dva (BC, Dv);
      * with dropout, keep (BR, BC) after them. */
-    const bool drop = p->dropout > 0, one_pass = B * H >= QKV_SDPA_ONE_PASS_HEADS;
+    const bool drop = p->dropout > 0, one_pass =
+                        B * H >= QKV_SDPA_ONE_PASS_HEADS_PER_THREAD * (int64_t)max_threads();
     const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
     const int64_t acc_n = max64(BR * D, BC * (D + Dv));
     const int64_t per = one_pass ? one_pass_scratch(p) : 2 * BR * BC + acc_n + (drop ? BR * BC : 0);

@@ -453,16 +453,19 @@ TEST(sdpa_tile_product_has_the_bits_of_the_plain_loop) {
     free(a), free(b), free(c), free(want);
 }
 
-/* The backward's two schedules (kernels/sdpa_cpu.c): with B H >= 8 heads one task per head does
- * everything in one pass; with fewer, two passes. Each head of a 4 x 2 problem, run alone (one
- * head: two passes), must give the bits the whole problem gave it (one pass), forward and
+/* The backward's two schedules (kernels/sdpa_cpu.c): with 4 heads or more per thread one task per
+ * head does everything in one pass; with fewer, two passes. Each head of a 4 x 2 problem on 2
+ * threads, run alone (one head: two passes), must give the bits the whole problem gave it (one
+ * pass), forward and
  * backward, with no mask, causal + ALiBi, and a window + key padding, on tiles cut off at both
  * ends (T = 70, S = 130). The kernels are called directly; no dropout (its Philox words depend on
  * the head's index). */
 TEST(sdpa_one_pass_backward_has_the_bits_of_the_two_pass_one) {
     enum { B = 4, H = 2, T = 70, S = 130, D = 5, Dv = 3, BH = B * H };
-    _Static_assert(BH >= QKV_SDPA_ONE_PASS_HEADS && QKV_SDPA_ONE_PASS_HEADS > 1,
-                   "the whole problem must take the one pass, a single head the two");
+    _Static_assert(BH >= 2 * QKV_SDPA_ONE_PASS_HEADS_PER_THREAD,
+                   "on 2 threads the whole problem must take the one pass (a single head the two)");
+    const int saved_threads = qkv_get_num_threads();
+    qkv_set_num_threads(2);
     qkv_ctx *ctx = ctx_with(QKV_KERNELS_FAST);
     const qkv_real slopes[H] = {(qkv_real)0.25, (qkv_real)0.0625};
     int32_t pad[B * S];
@@ -519,6 +522,7 @@ TEST(sdpa_one_pass_backward_has_the_bits_of_the_two_pass_one) {
                       NULL);
     free(in), free(all), free(one);
     qkv_ctx_free(ctx);
+    qkv_set_num_threads(saved_threads);
 }
 
 TEST(sdpa_fully_masked_rows_give_zero_output_and_gradient) {

@@ -208,6 +208,9 @@ TEST(cli_classify_learns_evaluates_and_decodes) {
                   strstr(out, "eval step 150: dev accuracy") && strstr(out, "precision") &&
                   strstr(out, "F1"),
               "train output: %s", out);
+    /* one label a text: the rate counts texts, not tokens */
+    CHECK_MSG(strstr(out, "step 150/150 epoch") && strstr(out, " texts/s ") && !strstr(out, "tok/s"),
+              "train output: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --show 1", QKV_CLI_PATH, r.run_dir, r.dev);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "eval: %s", out);
     CHECK_MSG(cli_number_after(out, "texts: accuracy ") >= 95 &&

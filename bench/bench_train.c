@@ -3,11 +3,12 @@
  * bench_common.h), the qkv half of bench/compare.sh (bench/torch_bench.py is the PyTorch half).
  *
  *   bench_train --config S|B|gpt2 [--threads N] [--steps N] [--warmup N] [--seed N]
- *               [--attention auto|composed] [--json]
+ *               [--attention auto|fused|composed] [--json]
  *
- * --attention composed turns the fused attention kernel off (qkv_mha_config.use_fused = false:
- * scores, softmax, dropout and the weighted sum as separate ops) to measure the two paths against
- * each other; auto (the default) is what a model does unless told otherwise.
+ * --attention picks the attention path of every module to measure them against each other:
+ * composed (qkv_mha_config.use_fused = false: scores, softmax, dropout and the weighted sum as
+ * separate ops), fused (fused_always: the tiled kernel qkv_sdpa_dropout), or auto (the default,
+ * what a model does unless told otherwise: composed in training where H S <= d_model).
  *
  * What one step is (the same as torch_bench.py and ../shared/anchors/torch_transformer_bench.py,
  * gpt2_torch_bench.py): qkv_trainer_step = zero gradients, forward in training mode (dropout
@@ -94,7 +95,7 @@ static qkv_train_config train_config(const bench_config *c, uint64_t seed) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_train --config S|B|gpt2 [--threads N] [--steps N] [--warmup N] "
-                    "[--seed N] [--attention auto|composed] [--json]\n");
+                    "[--seed N] [--attention auto|fused|composed] [--json]\n");
     return 2;
 }
 
@@ -102,7 +103,8 @@ int main(int argc, char **argv) {
     const bench_config *c = NULL;
     int threads = 0, steps = -1, warmup = -1;
     uint64_t seed = 0;
-    bool json = false, composed = false;
+    bool json = false;
+    const char *attention = "auto";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
@@ -117,9 +119,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
-            const char *a = argv[++i];
-            if (strcmp(a, "auto") && strcmp(a, "composed")) return usage();
-            composed = !strcmp(a, "composed");
+            attention = argv[++i];
+            if (strcmp(attention, "auto") && strcmp(attention, "fused") && strcmp(attention, "composed"))
+                return usage();
         } else
             return usage();
     }
@@ -135,7 +137,11 @@ int main(int argc, char **argv) {
     if (threads > 0) qkv_set_num_threads(threads);
 
     qkv_model_config mc = bench_model_config(c);
-    if (composed) mc.self_attn.use_fused = mc.dec_self_attn.use_fused = mc.cross_attn.use_fused = false;
+    qkv_mha_config *attn[3] = {&mc.self_attn, &mc.dec_self_attn, &mc.cross_attn};
+    for (int i = 0; i < 3; i++) {
+        attn[i]->use_fused = strcmp(attention, "composed") != 0;
+        attn[i]->fused_always = !strcmp(attention, "fused");
+    }
     qkv_model *m = NULL;
     qkv_trainer *tr = NULL;
     const qkv_train_config tc = train_config(c, seed + 1);
@@ -202,7 +208,7 @@ int main(int argc, char **argv) {
                    "\"attention\": \"%s\", \"version\": \"%s\"}\n",
                    c->name, qkv_get_num_threads(), (long long)params, flop_tok, (long long)tok_step,
                    steps, warmup, med, t[0], t[steps - 1], tok_s, flop_tok * tok_s / 1e9, rss,
-                   arena, table, first_loss, last_loss, composed ? "composed" : "auto", qkv_version());
+                   arena, table, first_loss, last_loss, attention, qkv_version());
         else
             printf("s/step median %.4f (min %.4f, max %.4f); %.1f target tokens/s; %.1f GFLOP/s; "
                    "peak RSS %.0f MiB (step arena %.0f, parameter table %.0f); loss %.4f -> %.4f\n",

@@ -52,6 +52,9 @@ typedef struct qkv_mha_config {
     bool relpos_bidirectional;   /* T5: true for encoders, false for causal decoders */
     double rope_base;            /* RoPE: default 10000 */
     bool use_fused;              /* allow qkv_sdpa (default true) */
+    /* Take qkv_sdpa wherever it applies. By default (false) training takes the composed ops
+     * where they keep little: H S <= C (they are faster there; see qkv__mha_attend). */
+    bool fused_always;
 } qkv_mha_config;
 
 QKV_API qkv_mha_config qkv_mha_default_config(int32_t d_model, int32_t n_heads);

@@ -201,8 +201,15 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
     const qkv_mha_config *c = &m->cfg;
     const int64_t H = c->n_heads, D = c->d_model / H;
     const bool dropout_on = ctx->training && c->dropout > 0;
+    /* Training with short keys: the composed ops keep three (B, H, T, S) tensors for backward
+     * (scores, weights, dropped weights) where the fused kernel keeps none, but they run the
+     * products in BLAS and the exponentials and dropout draws once, and on config B (T = S = 64,
+     * H S = C) the fused step took 15 % longer (BENCHMARKS.md). Where H S <= C those tensors
+     * take at most as much per query as q, k and v do (3 C), so the composed ops are the better
+     * trade; past it memory grows with S and the fused kernel takes over. */
+    const bool short_keys = ctx->training && !c->fused_always && H * k->shape[2] <= c->d_model;
     /* qkv_sdpa's ALiBi term counts queries from 0: with an offset the bias goes through the scores */
-    const bool fused = c->use_fused && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
+    const bool fused = c->use_fused && !short_keys && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
                        c->norm == QKV_NORM_SOFTMAX &&
                        (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE ||
                         (c->relpos == QKV_RELPOS_ALIBI && query_offset == 0));

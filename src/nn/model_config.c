@@ -180,11 +180,11 @@ static void put(writer *w, const char *fmt, ...) {
 static void put_attn(writer *w, const char *name, const qkv_mha_config *a) {
     put(w, ",\"%s\":{\"score\":\"%s\",\"norm\":\"%s\",\"bias\":%s,\"cos_scale_learnable\":%s,\"cos_scale_init\":%.17g,"
            "\"additive_dim\":%d,\"relpos\":\"%s\",\"relpos_max_distance\":%d,\"relpos_buckets\":%d,"
-           "\"relpos_bidirectional\":%s,\"rope_base\":%.17g,\"use_fused\":%s}",
+           "\"relpos_bidirectional\":%s,\"rope_base\":%.17g,\"use_fused\":%s,\"fused_always\":%s}",
         name, score_names[a->score], norm_names[a->norm], a->bias ? "true" : "false",
         a->cos_scale_learnable ? "true" : "false", a->cos_scale_init, a->additive_dim, relpos_names[a->relpos],
         a->relpos_max_distance, a->relpos_buckets, a->relpos_bidirectional ? "true" : "false", a->rope_base,
-        a->use_fused ? "true" : "false");
+        a->use_fused ? "true" : "false", a->fused_always ? "true" : "false");
 }
 
 qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t size) {
@@ -274,6 +274,7 @@ static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha
         else if (!strcmp(k, "relpos_bidirectional")) st = get_bool(v, k, &a->relpos_bidirectional);
         else if (!strcmp(k, "rope_base")) st = get_double(v, k, &a->rope_base);
         else if (!strcmp(k, "use_fused")) st = get_bool(v, k, &a->use_fused);
+        else if (!strcmp(k, "fused_always")) st = get_bool(v, k, &a->fused_always);
         else st = BAD("unknown key \"%s.%s\"", name, k);
         if (st) return st;
     }

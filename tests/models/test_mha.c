@@ -137,6 +137,7 @@ TEST(mha_fused_equals_unfused) {
             qkv_mha_config cfg = qkv_mha_default_config(8, 2);
             cfg.relpos = kinds[r];
             cfg.dropout = drop ? 0.3 : 0;
+            cfg.fused_always = true; /* whatever the size rule of training says */
             mha_fixture f;
             mha_setup(&f, &cfg, 31);
             qkv_tensor *x = tu_rand(3, (int64_t[]){2, 7, 8}, -1, 1, 5);
@@ -179,6 +180,48 @@ TEST(mha_fused_equals_unfused) {
             tu_free(x);
             mha_teardown(&f);
         }
+}
+
+/* Self-attention output of x (2, T, C) in training mode with attention dropout 0.3, the module's
+ * path settings replaced by (use_fused, fused_always); malloc'd copy. */
+static qkv_real *train_output(mha_fixture *f, const qkv_tensor *x, bool use_fused, bool fused_always) {
+    f->m.cfg.use_fused = use_fused;
+    f->m.cfg.fused_always = fused_always;
+    qkv_ctx *ctx = tu_ctx();
+    qkv_ctx_set_training(ctx, true);
+    qkv_tensor *xi = qkv_tensor_from(ctx, QKV_REAL, 3, x->shape, x->data);
+    qkv_mask mask = qkv_mask_none();
+    qkv_tensor *y = qkv_mha_forward(ctx, &f->m, xi, xi, xi, &mask, NULL);
+    CHECK_OK(qkv_ctx_status(ctx));
+    const int64_t n = qkv_tensor_numel(xi);
+    qkv_real *out = calloc((size_t)n, sizeof(qkv_real));
+    if (y) memcpy(out, y->data, sizeof(qkv_real) * (size_t)n);
+    qkv_ctx_free(ctx);
+    return out;
+}
+
+/* In training the module takes the composed ops while H S <= C and the fused kernel past it
+ * (qkv__mha_attend); fused_always overrides the rule. The two paths round differently, so the
+ * bits tell which one ran: C = 16, H = 2, S = 8 (H S = C) gives the composed path's bits, S = 9
+ * the fused kernel's. */
+TEST(mha_training_takes_the_composed_path_while_keys_are_few) {
+    for (int64_t S = 8; S <= 9; S++) {
+        qkv_mha_config cfg = qkv_mha_default_config(16, 2);
+        cfg.dropout = 0.3;
+        mha_fixture f;
+        mha_setup(&f, &cfg, 41);
+        qkv_tensor *x = tu_rand(3, (int64_t[]){2, S, 16}, -1, 1, 6);
+        const int64_t n = qkv_tensor_numel(x);
+        qkv_real *def = train_output(&f, x, true, false), *composed = train_output(&f, x, false, false);
+        qkv_real *fused = train_output(&f, x, true, true);
+        const size_t bytes = sizeof(qkv_real) * (size_t)n;
+        CHECK_MSG(memcmp(composed, fused, bytes) != 0, "S = %lld: the two paths gave the same bits", (long long)S);
+        CHECK_MSG(memcmp(def, S * 2 <= 16 ? composed : fused, bytes) == 0, "S = %lld: the default took the %s path",
+                  (long long)S, S * 2 <= 16 ? "fused" : "composed");
+        free(def), free(composed), free(fused);
+        tu_free(x);
+        mha_teardown(&f);
+    }
 }
 
 /* Run self-attention on x (1, T, C) (optionally + sinusoidal PE) and copy the output. */

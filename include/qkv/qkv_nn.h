@@ -26,7 +26,8 @@ extern "C" {
  * sum_j a_ij a^V_{j-i} to the output; T5 and ALiBi add a per-head bias (H, T, S); RoPE rotates q
  * and k. Scaled dot + softmax (+ RoPE / ALiBi) runs through the fused O(T)-memory qkv_sdpa when
  * no attention weights are requested (attention dropout included: qkv_sdpa_dropout draws the
- * mask of the composed path). */
+ * mask of the composed path), except in training with few keys (H S <= C, no ALiBi), where
+ * qkv_sdpa_weights gives the composed ops' bits keeping only the weights (faster there). */
 
 typedef enum qkv_relpos_kind {
     QKV_RELPOS_NONE = 0,
@@ -52,8 +53,9 @@ typedef struct qkv_mha_config {
     bool relpos_bidirectional;   /* T5: true for encoders, false for causal decoders */
     double rope_base;            /* RoPE: default 10000 */
     bool use_fused;              /* allow qkv_sdpa (default true) */
-    /* Take qkv_sdpa wherever it applies. By default (false) training takes the composed ops
-     * where they keep little: H S <= C (they are faster there; see qkv__mha_attend). */
+    /* Take qkv_sdpa wherever it applies. By default (false) training takes qkv_sdpa_weights
+     * (the composed arithmetic, keeping the weights) where H S <= C: faster there, and its
+     * weights take no more than q, k, v (see qkv__mha_attend). */
     bool fused_always;
 } qkv_mha_config;
 

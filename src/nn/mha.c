@@ -201,20 +201,27 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
     const qkv_mha_config *c = &m->cfg;
     const int64_t H = c->n_heads, D = c->d_model / H;
     const bool dropout_on = ctx->training && c->dropout > 0;
-    /* Training with short keys: the composed ops keep three (B, H, T, S) tensors for backward
-     * (scores, weights, dropped weights) where the fused kernel keeps none, but they run the
-     * products in BLAS and the exponentials and dropout draws once, and on config B (T = S = 64,
-     * H S = C) the fused step took 15 % longer (BENCHMARKS.md). Where H S <= C those tensors
-     * take at most as much per query as q, k and v do (3 C), so the composed ops are the better
-     * trade; past it memory grows with S and the fused kernel takes over. */
+    /* Training with short keys: the composed arithmetic (scores, softmax, dropout, product) runs
+     * its products in BLAS and draws the exponentials and dropout words once, where the fused
+     * kernel tiles, recomputes and keeps nothing; on config B (T = S = 64, H S = C) the fused
+     * step took 15 % longer (BENCHMARKS.md). qkv_sdpa_weights does that arithmetic keeping only
+     * the (B, H, T, S) weights; while H S <= C they take at most as much per query as q, k and v
+     * do (C each), so it is the better trade; past it memory grows with S and the fused kernel
+     * takes over. Score functions, normalisers and encodings the two ops do not cover take the
+     * composed ops themselves. */
     const bool short_keys = ctx->training && !c->fused_always && H * k->shape[2] <= c->d_model;
     /* qkv_sdpa's ALiBi term counts queries from 0: with an offset the bias goes through the scores */
     const bool fused = c->use_fused && !short_keys && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
                        c->norm == QKV_NORM_SOFTMAX &&
                        (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE ||
                         (c->relpos == QKV_RELPOS_ALIBI && query_offset == 0));
+    /* the composed ops' arithmetic in one op that keeps only the weights (qkv_sdpa_weights) */
+    const bool weights_op = c->use_fused && short_keys && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
+                            c->norm == QKV_NORM_SOFTMAX && (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE);
     qkv_tensor *o; /* (B, H, T, D) */
-    if (fused) {
+    if (weights_op) {
+        o = qkv_sdpa_weights(ctx, q, k, v, 1 / sqrt((double)D), mask, dropout_on ? c->dropout : 0);
+    } else if (fused) {
         qkv_real *slopes = NULL;
         if (c->relpos == QKV_RELPOS_ALIBI) {
             slopes = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)H);

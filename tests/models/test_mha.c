@@ -182,28 +182,45 @@ TEST(mha_fused_equals_unfused) {
         }
 }
 
-/* Self-attention output of x (2, T, C) in training mode with attention dropout 0.3, the module's
- * path settings replaced by (use_fused, fused_always); malloc'd copy. */
-static qkv_real *train_output(mha_fixture *f, const qkv_tensor *x, bool use_fused, bool fused_always) {
+/* Four self-attentions in a row (the module applied to its own output) on x (2, T, C) in training
+ * mode with attention dropout 0.3 and a causal mask, the module's path settings replaced by
+ * (use_fused, fused_always): the output, then the gradients
+ * of sum(y^2) with respect to x and to every parameter, in one malloc'd array of *n; *peak: the
+ * step arena's high-water mark. */
+static qkv_real *train_run(mha_fixture *f, const qkv_tensor *x, bool use_fused, bool fused_always, int64_t *n,
+                           size_t *peak) {
     f->m.cfg.use_fused = use_fused;
     f->m.cfg.fused_always = fused_always;
     qkv_ctx *ctx = tu_ctx();
     qkv_ctx_set_training(ctx, true);
+    qkv_params_zero_grad(f->p);
     qkv_tensor *xi = qkv_tensor_from(ctx, QKV_REAL, 3, x->shape, x->data);
+    qkv_tensor_requires_grad(xi);
     qkv_mask mask = qkv_mask_none();
-    qkv_tensor *y = qkv_mha_forward(ctx, &f->m, xi, xi, xi, &mask, NULL);
-    CHECK_OK(qkv_ctx_status(ctx));
-    const int64_t n = qkv_tensor_numel(xi);
-    qkv_real *out = calloc((size_t)n, sizeof(qkv_real));
-    if (y) memcpy(out, y->data, sizeof(qkv_real) * (size_t)n);
+    mask.causal = true;
+    qkv_tensor *y = xi;
+    for (int layer = 0; layer < 4; layer++) y = qkv_mha_forward(ctx, &f->m, y, y, y, &mask, NULL);
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_mul(ctx, y, y))));
+    const int64_t nx = qkv_tensor_numel(xi), np = qkv_params_numel(f->p);
+    *n = 2 * nx + np;
+    *peak = qkv_ctx_arena_peak(ctx);
+    qkv_real *out = calloc((size_t)*n, sizeof(qkv_real));
+    if (y && xi->grad) {
+        memcpy(out, y->data, sizeof(qkv_real) * (size_t)nx);
+        memcpy(out + nx, xi->grad, sizeof(qkv_real) * (size_t)nx);
+        memcpy(out + 2 * nx, qkv_params_block(f->p, QKV_BLOCK_GRAD), sizeof(qkv_real) * (size_t)np);
+    }
     qkv_ctx_free(ctx);
     return out;
 }
 
-/* In training the module takes the composed ops while H S <= C and the fused kernel past it
- * (qkv__mha_attend); fused_always overrides the rule. The two paths round differently, so the
- * bits tell which one ran: C = 16, H = 2, S = 8 (H S = C) gives the composed path's bits, S = 9
- * the fused kernel's. */
+/* In training the module takes the composed arithmetic while H S <= C (qkv_sdpa_weights: the
+ * composed ops' bits, keeping only the weights) and the fused kernel past it (qkv__mha_attend);
+ * use_fused = false takes the composed ops themselves, fused_always the fused kernel. The fused
+ * kernel rounds differently, so the bits tell which ran: with C = 16, H = 2, S = 8 (H S = C) the
+ * default must give the composed ops' output and gradients bit for bit, with S = 9 the fused
+ * kernel's; and the default must keep less than the composed ops (two (B, H, T, S) tensors per
+ * module, less the few scratch buffers the modules share). */
 TEST(mha_training_takes_the_composed_path_while_keys_are_few) {
     for (int64_t S = 8; S <= 9; S++) {
         qkv_mha_config cfg = qkv_mha_default_config(16, 2);
@@ -211,13 +228,23 @@ TEST(mha_training_takes_the_composed_path_while_keys_are_few) {
         mha_fixture f;
         mha_setup(&f, &cfg, 41);
         qkv_tensor *x = tu_rand(3, (int64_t[]){2, S, 16}, -1, 1, 6);
-        const int64_t n = qkv_tensor_numel(x);
-        qkv_real *def = train_output(&f, x, true, false), *composed = train_output(&f, x, false, false);
-        qkv_real *fused = train_output(&f, x, true, true);
+        int64_t n = 0;
+        size_t peak_def, peak_composed, peak_fused;
+        qkv_real *def = train_run(&f, x, true, false, &n, &peak_def);
+        qkv_real *composed = train_run(&f, x, false, false, &n, &peak_composed);
+        qkv_real *fused = train_run(&f, x, true, true, &n, &peak_fused);
+        if (S * 2 <= 16) /* 4 x 3 (2, 2, S, S) tensors kept against 4 and at most 3 of scratch */
+            CHECK_MSG(peak_def + 4 * (2 * 2 * S * S) * sizeof(qkv_real) <= peak_composed,
+                      "arena peak %zu with the weights op, %zu with the composed ops", peak_def, peak_composed);
         const size_t bytes = sizeof(qkv_real) * (size_t)n;
         CHECK_MSG(memcmp(composed, fused, bytes) != 0, "S = %lld: the two paths gave the same bits", (long long)S);
-        CHECK_MSG(memcmp(def, S * 2 <= 16 ? composed : fused, bytes) == 0, "S = %lld: the default took the %s path",
-                  (long long)S, S * 2 <= 16 ? "fused" : "composed");
+        const qkv_real *want = S * 2 <= 16 ? composed : fused;
+        int64_t first = -1;
+        for (int64_t i = 0; i < n && first < 0; i++)
+            if (memcmp(&def[i], &want[i], sizeof(qkv_real))) first = i;
+        CHECK_MSG(first < 0, "S = %lld: the default differs from the %s path at element %lld of %lld (%.9g, %.9g)",
+                  (long long)S, S * 2 <= 16 ? "composed" : "fused", (long long)first, (long long)n,
+                  first < 0 ? 0.0 : (double)def[first], first < 0 ? 0.0 : (double)want[first]);
         free(def), free(composed), free(fused);
         tu_free(x);
         mha_teardown(&f);

@@ -96,6 +96,15 @@ QKV_API qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k,
                                      double scale, const qkv_mask *mask,
                                      const qkv_real *alibi_slopes, double dropout_p);
 
+/* Scaled-dot-product attention that keeps the (B, H, T, S) softmax weights for backward:
+ * qkv_matmul(qkv_dropout(qkv_attn_normalize(qkv_attn_scores(q, k, SCALED_DOT-like scale),
+ * SOFTMAX, mask), dropout_p), v) with the same bits forward and backward (same kernels, same
+ * random stream), keeping one (B, H, T, S) tensor where that composition keeps three. Faster
+ * than qkv_sdpa_dropout where a head's scores are small (the products run in BLAS), O(B H T S)
+ * memory. Arguments as qkv_sdpa_dropout's, without ALiBi; a row with no allowed key gives 0. */
+QKV_API qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
+                                     double scale, const qkv_mask *mask, double dropout_p);
+
 #ifdef __cplusplus
 }
 #endif

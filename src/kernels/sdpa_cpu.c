@@ -418,6 +418,18 @@ static void transpose_tile(const qkv_real *src, int64_t rows, int64_t cols, int6
             dst[c * ldd + r] = src[r * lds + c];
 }
 
+/* dK, dV rows j0 .. j0 + nc - 1 of head bh += a key block's sums dka (nc, D), dva (nc, Dv) (either
+ * gradient may be NULL). */
+static void add_key_block(const qkv_sdpa_problem *p, int64_t bh, int64_t j0, int64_t nc,
+                          const qkv_real *dka, const qkv_real *dva, qkv_real *dk, qkv_real *dv) {
+    for (int64_t c = 0; c < nc; c++) {
+        for (int64_t d = 0; dk && d < p->D; d++)
+            dk[sdpa_row(p->lk, p->H, bh, j0 + c) + d] += dka[c * p->D + d];
+        for (int64_t d = 0; dv && d < p->Dv; d++)
+            dv[sdpa_row(p->lv, p->H, bh, j0 + c) + d] += dva[c * p->Dv + d];
+    }
+}
+
 /* What both backward schedules read: the problem, its operands and gradients, the per-row
  * statistics Dd = dO.O and L (lse with 0 for -inf), K^T and V^T (B, H, D | Dv, tld(S)). */
 typedef struct bwd_args {
@@ -484,12 +496,7 @@ static void bwd_one_pass(const bwd_args *a, qkv_real *scratch, int64_t per) {
                     mm_acc(nc, Dv, nr, st, BR, dob, Dv, dva, Dv);
                 }
             }
-            for (int64_t c = 0; c < nc; c++) {
-                for (int64_t d = 0; a->dk && d < D; d++)
-                    a->dk[sdpa_row(p->lk, H, bh, j0 + c) + d] += dka[c * D + d];
-                for (int64_t d = 0; a->dv && d < Dv; d++)
-                    a->dv[sdpa_row(p->lv, H, bh, j0 + c) + d] += dva[c * Dv + d];
-            }
+            add_key_block(p, bh, j0, nc, dka, dva, a->dk, a->dv);
         }
         for (int64_t i = 0; a->dq && i < T; i++)
             for (int64_t d = 0; d < D; d++)
@@ -627,12 +634,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
                 if (dk) /* dK += dS^T Q */
                     mm_acc(nc, D, nr, dp, BR, q + sdpa_row(p->lq, H, bh, i0), p->lq.ld, dka, D);
             }
-            for (int64_t c = 0; c < nc; c++) {
-                for (int64_t d = 0; dk && d < D; d++)
-                    dk[sdpa_row(p->lk, H, bh, j0 + c) + d] += dka[c * D + d];
-                for (int64_t d = 0; dv && d < Dv; d++)
-                    dv[sdpa_row(p->lv, H, bh, j0 + c) + d] += dva[c * Dv + d];
-            }
+            add_key_block(p, bh, j0, nc, dka, dva, dk, dv);
         }
     }
     qkv__grad_scratch_release(ctx, Dd, bytes);

@@ -250,6 +250,26 @@ TEST(cli_tagging_resume_is_bit_identical) {
     cli_run_remove(&r);
 }
 
+/* model.attention.path reaches the saved model configuration (qkv_mha_config's use_fused and
+ * fused_always, serialised in the model file's metadata as escaped JSON). */
+TEST(cli_attention_path_key_reaches_the_model) {
+    char cmd[4096], out[8192];
+    const struct {
+        const char *path, *want;
+    } cases[] = {{"composed", "use_fused\\\\\":false"}, {"fused", "fused_always\\\\\":true"},
+                 {"auto", "use_fused\\\\\":true,\\\\\"fused_always\\\\\":false"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cli_run r;
+        CHECK(setup(&r, true, "train.steps = 1\n"));
+        snprintf(cmd, sizeof cmd, "%s train %s --set model.attention.path=%s", QKV_CLI_PATH, r.conf, cases[i].path);
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
+        snprintf(cmd, sizeof cmd, "grep -ac '%s' %s/model.safetensors", cases[i].want, r.run_dir);
+        CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 1, "path %s: %s not in the model file",
+                  cases[i].path, cases[i].want);
+        cli_run_remove(&r);
+    }
+}
+
 TEST(cli_encoder_tasks_reject_bad_input) {
     char cmd[4096], out[8192];
     cli_run r;
@@ -263,6 +283,7 @@ TEST(cli_encoder_tasks_reject_bad_input) {
         {"data.tag_column=0", "data.tag_column = 0 is outside [1, 64]"},
         {"model.features=suffix9", "model.features: unknown feature 'suffix9'"},
         {"eval.universal=ptb", "eval.universal = 'ptb' is not one of: none, brown"},
+        {"model.attention.path=tiled", "model.attention.path = 'tiled' is not one of: auto, fused, composed"},
         {"model.decoder_layers=2", "--set: unknown key 'model.decoder_layers'"},
         {"data.max_src_len=4", "train.tsv:5: the sentence has 5 tokens, more than the maximum 4"},
     };

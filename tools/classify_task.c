@@ -26,16 +26,26 @@
 #include <string.h>
 #include <time.h>
 
-#define POSITIVE QKV_VOCAB_RESERVED /* the first label of the training file */
-
 typedef struct classify_settings {
-    int64_t max_len;     /* data.max_src_len */
-    int64_t eval_tokens; /* eval.max_tokens */
+    int64_t max_len;      /* data.max_src_len */
+    int64_t eval_tokens;  /* eval.max_tokens */
+    const char *positive; /* eval.positive; NULL: the first label of the training file */
 } classify_settings;
 
 static bool read_classify(config *cfg, classify_settings *cs) {
     return config_int(cfg, "data.max_src_len", 512, 1, 1 << 20, &cs->max_len) &&
-           config_int(cfg, "eval.max_tokens", 8192, 1, INT64_C(1) << 30, &cs->eval_tokens);
+           config_int(cfg, "eval.max_tokens", 8192, 1, INT64_C(1) << 30, &cs->eval_tokens) &&
+           config_str(cfg, "eval.positive", NULL, &cs->positive);
+}
+
+/* *id = the label precision, recall and F1 are about: `name` (eval.positive), or the first label
+ * of the training file when name is NULL. An error naming the key when name is no label. */
+static qkv_status positive_id(const qkv_vocab *labels, const char *name, int32_t *id) {
+    *id = name ? qkv_vocab_find(labels, name, strlen(name)) : QKV_VOCAB_RESERVED;
+    if (*id < QKV_VOCAB_RESERVED)
+        return qkv_set_error(QKV_ERR_INVALID_ARG,
+                             "eval.positive = '%s' is not a label of the training file", name);
+    return QKV_OK;
 }
 
 /* ---- scoring -----------------------------------------------------------------------------------
@@ -71,7 +81,7 @@ static qkv_status store_labels(void *user, const qkv_batch *b, const qkv_tensor 
 }
 
 static qkv_status score_set(const qkv_model *m, const enc_input *in, const enc_set *t,
-                            int64_t max_tokens, label_counts *c, label_sink *out) {
+                            int64_t max_tokens, int32_t positive, label_counts *c, label_sink *out) {
     memset(c, 0, sizeof *c);
     const int64_t n = qkv_dataset_size(t->data);
     label_sink sink = {malloc(sizeof(int32_t) * (size_t)(n ? n : 1)),
@@ -85,9 +95,9 @@ static qkv_status score_set(const qkv_model *m, const enc_input *in, const enc_s
         if ((st = qkv_dataset_get(t->data, i, &ex))) break;
         const int32_t gold = ex.tgt[0], pred = sink.pred[i];
         c->all.total++, c->all.correct += pred == gold;
-        c->tp += pred == POSITIVE && gold == POSITIVE;
-        c->fp += pred == POSITIVE && gold != POSITIVE;
-        c->fn += pred != POSITIVE && gold == POSITIVE;
+        c->tp += pred == positive && gold == positive;
+        c->fp += pred == positive && gold != positive;
+        c->fn += pred != positive && gold == positive;
     }
     if (!st && out) {
         *out = sink;
@@ -121,6 +131,7 @@ typedef struct classify_task {
     enc_input_settings is;
     enc_input in;
     qkv_vocab *labels;
+    int32_t positive; /* label id of precision / recall / F1 */
     enc_set train, dev;
     enc_batch_buf buf;
 } classify_task;
@@ -145,15 +156,17 @@ static qkv_status classify_prepare(task *base, bool resume) {
     qkv_read_opts ro = {.max_src_len = t->cs.max_len};
     qkv_status st = qkv_corpus_read(QKV_CORPUS_LABELED, s->train_path, &ro, &t->train.corpus);
     if (st) return st;
-    char features[512];
+    char features[512], positive[512];
     enc_input_features_line(&t->is, features, sizeof features);
-    const char *lines[] = {features};
-    /* labels in first-seen order: the first label of the file is the positive one */
+    snprintf(positive, sizeof positive, "eval.positive = %s", t->cs.positive ? t->cs.positive : "");
+    const char *lines[] = {features, positive};
+    /* labels in first-seen order: the first label of the file is the default positive one */
     if ((st = enc_task_vocabs(&t->in, &t->is, t->train.corpus, resume, false, s->out_dir,
-                              "classify", lines, 1, &t->labels)) ||
+                              "classify", lines, t->cs.positive ? 2 : 1, &t->labels)) ||
         (st = enc_task_encode_train(&t->in, &t->is, &t->train, t->labels)) ||
         (st = label_set_load(&t->dev, s->dev_path, t->cs.max_len, &t->in, t->labels)))
         return st;
+    if ((st = positive_id(t->labels, t->cs.positive, &t->positive))) return st;
     enc_task_finish_prepare(base, &t->in, t->labels, &t->train, 8);
     return QKV_OK;
 }
@@ -180,7 +193,7 @@ static qkv_status classify_evaluate(task *base, const qkv_model *m, task_metrics
     classify_task *t = (classify_task *)base;
     label_counts c;
     memset(out, 0, sizeof *out);
-    qkv_status st = score_set(m, &t->in, &t->dev, t->cs.eval_tokens, &c, NULL);
+    qkv_status st = score_set(m, &t->in, &t->dev, t->cs.eval_tokens, t->positive, &c, NULL);
     if (st) return st;
     task_metrics_add(out, "accuracy", "accuracy", 100 * qkv_accuracy_rate(&c.all));
     if (qkv_vocab_size(t->labels) == QKV_VOCAB_RESERVED + 2) {
@@ -200,7 +213,7 @@ static void classify_describe(const task *base, FILE *f) {
             (long long)qkv_dataset_size(t->train.data),
             (long long)t->train.feats.start[t->train.feats.n],
             (long long)qkv_dataset_size(t->dev.data), qkv_vocab_size(t->in.words), n_labels);
-    if (n_labels == 2) fprintf(f, " (positive: %s)", qkv_vocab_symbol(t->labels, POSITIVE));
+    if (n_labels == 2) fprintf(f, " (positive: %s)", qkv_vocab_symbol(t->labels, t->positive));
     enc_task_describe_features(&t->in, f);
 }
 
@@ -217,16 +230,33 @@ static void classify_free(task *base) {
 /* ---- qkv eval / decode / attn on a classify run
  * ----------------------------------------------------- */
 
+/* eval.positive of a run's task.conf (consumed, so that the input checks see no unknown key);
+ * false with the message on stderr when it is no label of the run. */
+static bool run_positive(run_dir *r, const char *cmd, int32_t *id) {
+    const char *name = NULL;
+    if (!config_str(&r->conf, "eval.positive", NULL, &name)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, r->conf.error);
+        return false;
+    }
+    if (positive_id(r->tgt, name && *name ? name : NULL, id)) {
+        fprintf(stderr, "qkv %s: %s\n", cmd, qkv_last_error());
+        return false;
+    }
+    return true;
+}
+
 static int classify_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     enc_input in;
-    if (!enc_open_run_conf(r, "eval", QKV_HEAD_POOLED, true, &in)) return 1;
+    int32_t positive;
+    if (!run_positive(r, "eval", &positive) || !enc_open_run_conf(r, "eval", QKV_HEAD_POOLED, true, &in))
+        return 1;
     enc_set t;
     label_counts c;
     label_sink out = {NULL, NULL};
     int rc = 1;
     const clock_t c0 = clock();
     if (label_set_load(&t, data, r->model->cfg.max_len, &in, r->tgt) ||
-        score_set(r->model, &in, &t, 8192, &c, &out)) {
+        score_set(r->model, &in, &t, 8192, positive, &c, &out)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
     } else {
         for (int64_t i = 0; i < o->show && i < qkv_dataset_size(t.data); i++) {
@@ -241,7 +271,7 @@ static int classify_eval_run(run_dir *r, const char *data, const task_run_opts *
                100 * qkv_accuracy_rate(&c.all));
         if (qkv_vocab_size(r->tgt) == QKV_VOCAB_RESERVED + 2)
             printf("; %s: precision %.2f%%, recall %.2f%%, F1 %.2f%%",
-                   qkv_vocab_symbol(r->tgt, POSITIVE), 100 * precision(&c), 100 * recall(&c),
+                   qkv_vocab_symbol(r->tgt, positive), 100 * precision(&c), 100 * recall(&c),
                    100 * f1(&c));
         printf(" (CPU %.1f s)\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
         rc = 0;
@@ -269,10 +299,14 @@ static void print_labels(void *user, const enc_lines *l, const qkv_tensor *logit
 
 static int classify_decode_run(run_dir *r, const char *const *files, int n_files,
                                const task_run_opts *o) {
+    int32_t positive;
+    if (!run_positive(r, "decode", &positive)) return 1;
     return enc_decode_run(r, QKV_HEAD_POOLED, true, files, n_files, o, print_labels, r);
 }
 
 static int classify_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
+    int32_t positive;
+    if (!run_positive(r, "attn", &positive)) return 1;
     return enc_attn_run(r, QKV_HEAD_POOLED, true, input, o);
 }
 

@@ -250,6 +250,26 @@ TEST(cli_tagging_resume_is_bit_identical) {
     cli_run_remove(&r);
 }
 
+/* eval.positive picks the label of precision / recall / F1 (default: the first label of the
+ * training file, "pos" here); the run keeps it for qkv eval; a name that is no label is refused. */
+TEST(cli_classify_positive_label_is_configurable) {
+    char cmd[4096], out[16384];
+    cli_run r;
+    CHECK(setup(&r, false, "train.steps = 20\ntrain.eval_every = 20\neval.positive = neg\n"));
+    snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, r.conf);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "2 labels (positive: neg)"), "train: %s", out);
+    snprintf(cmd, sizeof cmd, "%s eval %s %s", QKV_CLI_PATH, r.run_dir, r.dev);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "; neg: precision "), "eval: %s", out);
+    snprintf(cmd, sizeof cmd, "echo a good day | %s decode %s", QKV_CLI_PATH, r.run_dir); /* reads the key too */
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strchr(out, '\t'), "decode: %s", out);
+    snprintf(cmd, sizeof cmd, "%s train %s --set eval.positive=maybe --set out.dir=%s/other", QKV_CLI_PATH, r.conf,
+             r.run_dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
+                  strstr(out, "eval.positive = 'maybe' is not a label of the training file"),
+              "train: %s", out);
+    cli_run_remove(&r);
+}
+
 /* model.attention.path reaches the saved model configuration (qkv_mha_config's use_fused and
  * fused_always, serialised in the model file's metadata as escaped JSON). */
 TEST(cli_attention_path_key_reaches_the_model) {

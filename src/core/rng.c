@@ -39,11 +39,9 @@ void qkv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4
     out[3] = c3;
 }
 
-/* The same ten rounds on QKV_PHILOX_LANES counters at once. Every 32-bit word lives in a 64-bit
- * lane so that each 32 x 32 -> 64 product is one vector instruction (pmuludq / vpmuludq): the
- * compiler vectorises the lane loops, and the clones run them 8 lanes wide on AVX-512. */
-QKV_CLONES
-static void philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
+/* The same ten rounds on QKV_PHILOX_LANES counters at once, in portable C. Every 32-bit word
+ * lives in a 64-bit lane so that the compiler can vectorise the lane loops. */
+void qkv__philox_blocks_c(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
                           uint32_t out[4 * QKV_PHILOX_LANES]) {
     enum { L = QKV_PHILOX_LANES };
     uint64_t c0[L], c1[L], c2[L], c3[L];
@@ -75,11 +73,66 @@ static void philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_
     }
 }
 
-/* The clones stay inside this file: clang (up to 15 at least) emits the dispatcher of a cloned
- * function under another name than callers in other files expect. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES)
+#define QKV_PHILOX_AVX2 1
+#include <immintrin.h>
+
+/* The same with AVX2 intrinsics, 4 blocks per vector (a 32-bit word in each 64-bit lane). No
+ * compiler we build with (GCC 12, clang 14) turns the C version's products of zero-extended
+ * words into single vpmuludq instructions: it emulates full 64 x 64-bit products, three
+ * multiplications and a shift-add chain each. Here each product is one vpmuludq (_mm256_mul_epu32
+ * multiplies the low 32 bits of each lane into 64): 2.1x the C version's speed, dropout's Philox
+ * words being ~4 % of a config-B training step. */
+__attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, uint64_t step, uint64_t stream,
+                                                                uint64_t first_block,
+                                                                uint32_t out[4 * QKV_PHILOX_LANES]) {
+    enum { V = QKV_PHILOX_LANES / 4 };
+    const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i m0 = _mm256_set1_epi64x(PHILOX_M0), m1 = _mm256_set1_epi64x(PHILOX_M1);
+    __m256i c0[V], c1[V], c2[V], c3[V];
+    for (int v = 0; v < V; v++) {
+        const __m256i b = _mm256_add_epi64(_mm256_set1_epi64x((long long)first_block),
+                                           _mm256_set_epi64x(4 * v + 3, 4 * v + 2, 4 * v + 1, 4 * v));
+        c0[v] = _mm256_and_si256(b, low32);
+        c1[v] = _mm256_srli_epi64(b, 32);
+        c2[v] = _mm256_set1_epi64x((uint32_t)stream);
+        c3[v] = _mm256_set1_epi64x((uint32_t)step);
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; round++) {
+        const __m256i key0 = _mm256_set1_epi64x(k0), key1 = _mm256_set1_epi64x(k1);
+        for (int v = 0; v < V; v++) {
+            const __m256i p0 = _mm256_mul_epu32(c0[v], m0), p1 = _mm256_mul_epu32(c2[v], m1);
+            const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[v]), key0);
+            const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3[v]), key1);
+            c1[v] = _mm256_and_si256(p1, low32);
+            c3[v] = _mm256_and_si256(p0, low32);
+            c0[v] = n0;
+            c2[v] = n2;
+        }
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    for (int v = 0; v < V; v++) { /* lanes (w0 | w1 << 32, w2 | w3 << 32) of blocks 4v .. 4v + 3 */
+        const __m256i w01 = _mm256_or_si256(c0[v], _mm256_slli_epi64(c1[v], 32));
+        const __m256i w23 = _mm256_or_si256(c2[v], _mm256_slli_epi64(c3[v], 32));
+        const __m256i even = _mm256_unpacklo_epi64(w01, w23); /* blocks 4v, 4v + 2 */
+        const __m256i odd = _mm256_unpackhi_epi64(w01, w23);  /* blocks 4v + 1, 4v + 3 */
+        _mm256_storeu_si256((__m256i *)(out + 16 * v), _mm256_permute2x128_si256(even, odd, 0x20));
+        _mm256_storeu_si256((__m256i *)(out + 16 * v + 8), _mm256_permute2x128_si256(even, odd, 0x31));
+    }
+}
+#endif
+
 void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
                         uint32_t out[4 * QKV_PHILOX_LANES]) {
-    philox_blocks(seed, step, stream, first_block, out);
+#ifdef QKV_PHILOX_AVX2
+    if (__builtin_cpu_supports("avx2")) {
+        philox_blocks_avx2(seed, step, stream, first_block, out);
+        return;
+    }
+#endif
+    qkv__philox_blocks_c(seed, step, stream, first_block, out);
 }
 
 static void block(uint64_t seed, uint64_t step, uint64_t stream, uint64_t index, uint32_t out[4]) {

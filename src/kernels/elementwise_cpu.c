@@ -4,6 +4,7 @@
  * result does not depend on the thread count.
  */
 #include "elementwise.h"
+#include "select.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,18 +100,20 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
 /* Dropout over groups of 64 elements, the random words of 16 Philox blocks generated at once.
  * Element i is kept when u_i >= p with u_i = (r_i >> 8) 2^-24 (qkv_rng_uniform); that float is
  * exact, so the test is the integer compare (r_i >> 8) >= ceil(p 2^24), the same decision as the
- * reference kernel's. */
+ * reference kernel's. The decision selects x_i / (1 - p) or 0 without a branch (select.h). */
 QKV_CLONES
-static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, bool relu, const uint32_t *r,
-                          const qkv_real *x, qkv_real *y, bool accumulate) {
-    if (relu && accumulate)
-        for (int64_t k = 0; k < len; k++) y[k] += (r[k] >> 8) >= threshold && x[k] > 0 ? x[k] * scale : 0;
-    else if (relu)
-        for (int64_t k = 0; k < len; k++) y[k] = (r[k] >> 8) >= threshold && x[k] > 0 ? x[k] * scale : 0;
-    else if (accumulate)
-        for (int64_t k = 0; k < len; k++) y[k] += (r[k] >> 8) >= threshold ? x[k] * scale : 0;
-    else
-        for (int64_t k = 0; k < len; k++) y[k] = (r[k] >> 8) >= threshold ? x[k] * scale : 0;
+static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, bool relu, const uint32_t *restrict r,
+                          const qkv_real *restrict x, qkv_real *restrict y, bool accumulate) {
+    const int64_t body = QKV_VECTOR_BODY(len);
+#define KEEP(k) (((r[k] >> 8) >= threshold) & (!relu | (x[k] > 0)))
+    if (accumulate) {
+        for (int64_t k = 0; k < body; k++) y[k] += keep_or_zero(x[k] * scale, KEEP(k));
+        for (int64_t k = body; k < len; k++) y[k] += keep_or_zero(x[k] * scale, KEEP(k));
+    } else {
+        for (int64_t k = 0; k < body; k++) y[k] = keep_or_zero(x[k] * scale, KEEP(k));
+        for (int64_t k = body; k < len; k++) y[k] = keep_or_zero(x[k] * scale, KEEP(k));
+    }
+#undef KEEP
 }
 
 static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu, const qkv_real *x,
@@ -131,8 +134,11 @@ static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t 
 }
 
 QKV_CLONES
-static void relu_dropout_bwd_range(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
-    for (int64_t i = 0; i < n; i++) dx[i] += y[i] > 0 ? dy[i] * scale : 0;
+static void relu_dropout_bwd_range(int64_t n, qkv_real scale, const qkv_real *restrict y, const qkv_real *restrict dy,
+                                   qkv_real *restrict dx) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    for (int64_t i = 0; i < body; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
+    for (int64_t i = body; i < n; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
 }
 
 static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {

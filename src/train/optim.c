@@ -19,6 +19,7 @@
 #include "qkv/qkv_optim.h"
 
 #include "../core/internal.h"
+#include "../kernels/select.h"
 
 #include <math.h>
 
@@ -46,10 +47,6 @@ typedef struct {
     qkv_real decay_factor;                                         /* AdamW: 1 - lr wd */
 } rule;
 
-static inline qkv_real torch_lerp(qkv_real a, qkv_real b, qkv_real w) {
-    return w < (qkv_real)0.5 ? a + w * (b - a) : b - (b - a) * ((qkv_real)1 - w);
-}
-
 static void sgd_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
                       qkv_real *restrict b, int64_t n) {
     const qkv_real lr = r->lr, mom = r->momentum, wd = decay ? r->wd : 0;
@@ -64,22 +61,45 @@ static void sgd_range(const rule *r, bool decay, qkv_real *restrict p, const qkv
     }
 }
 
-static void adam_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
-                       qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
-    const bool adamw = r->kind == QKV_OPTIM_ADAMW;
-    const qkv_real l2 = (!adamw && decay) ? r->wd : 0;
-    const qkv_real keep = (adamw && decay) ? r->decay_factor : 1;
+/* Adam(W) over n elements. Where it is inlined with constant `lerp_low` (w1 < 0.5: torch_lerp's
+ * branch) and `l2`, the loop has no branch and vectorises: sqrt and division are correctly rounded
+ * at any vector width, so the bits are the scalar loop's. */
+static inline void adam_elems(const rule *r, bool lerp_low, qkv_real l2, qkv_real keep, qkv_real *restrict p,
+                              const qkv_real *restrict g, qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
     const qkv_real w1 = r->w1, b2 = r->beta2, omb2 = r->one_minus_beta2;
     const qkv_real ss = r->step_size, bc2s = r->bc2_sqrt, eps = r->eps;
     for (int64_t i = 0; i < n; i++) {
         qkv_real d = g[i];
         if (l2 != 0) d = d + l2 * p[i];
-        qkv_real pi = p[i] * keep;
-        m[i] = torch_lerp(m[i], d, w1);
-        v[i] = v[i] * b2 + omb2 * d * d;
-        qkv_real denom = real_sqrt(v[i]) / bc2s + eps;
-        p[i] = pi - ss * m[i] / denom;
+        const qkv_real pi = p[i] * keep;
+        const qkv_real mi = lerp_low ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * ((qkv_real)1 - w1);
+        const qkv_real vi = v[i] * b2 + omb2 * d * d;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - ss * mi / (real_sqrt(vi) / bc2s + eps);
     }
+}
+
+/* The common case (beta1 > 0.5, no L2 term): a vectorised body of QKV_VECTOR_BODY(n) elements
+ * and a scalar rest (GCC's -O2 vectorises only loops without an epilogue, kernels/select.h). */
+QKV_CLONES
+static void adam_common(const rule *r, qkv_real keep, qkv_real *restrict p, const qkv_real *restrict g,
+                        qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    adam_elems(r, true, 0, keep, p, g, m, v, body);
+    adam_elems(r, true, 0, keep, p + body, g + body, m + body, v + body, n - body);
+}
+
+static void adam_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
+                       qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
+    const bool adamw = r->kind == QKV_OPTIM_ADAMW;
+    const qkv_real l2 = (!adamw && decay) ? r->wd : 0;
+    const qkv_real keep = (adamw && decay) ? r->decay_factor : 1;
+    const bool lerp_low = r->w1 < (qkv_real)0.5;
+    if (lerp_low && l2 == 0)
+        adam_common(r, keep, p, g, m, v, n);
+    else
+        adam_elems(r, lerp_low, l2, keep, p, g, m, v, n);
 }
 
 static int64_t offset_of(const qkv_params *p, const qkv_real *base, int64_t k) {

@@ -15,14 +15,18 @@ TEST(philox_known_answers) {
     CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u);
 }
 
-/* The vectorised 16-block generator (used by dropout) against the scalar Philox, with a 64-bit
- * seed and a block range that crosses 2^32 (the counter's high word). */
+/* The vectorised 16-block generator (used by dropout; AVX2 and portable C) against the scalar
+ * Philox, with a 64-bit seed and block ranges that cross 2^32 (the counter's high word) at every
+ * lane position. */
 TEST(philox_blocks_equal_scalar_philox) {
     const uint64_t seed = 0x0123456789abcdefULL, step = 77, stream = 5;
     uint32_t lanes[4 * QKV_PHILOX_LANES], out[4];
     int mismatches = 0;
-    for (uint64_t first = 0xFFFFFFE0ULL; first < 0x100000040ULL; first += QKV_PHILOX_LANES) {
-        qkv__philox_blocks(seed, step, stream, first, lanes);
+    for (uint64_t first = 0xFFFFFFE0ULL; first < 0x100000040ULL; first++) {
+        uint32_t portable[4 * QKV_PHILOX_LANES];
+        qkv__philox_blocks(seed, step, stream, first, lanes); /* AVX2 where the CPU has it */
+        qkv__philox_blocks_c(seed, step, stream, first, portable);
+        mismatches += memcmp(lanes, portable, sizeof lanes) != 0;
         for (int l = 0; l < QKV_PHILOX_LANES; l++) {
             const uint64_t b = first + (uint64_t)l;
             qkv_philox4x32((uint32_t[]){(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream, (uint32_t)step},

@@ -52,9 +52,9 @@ static inline double qkv__unary(qkv_unary op, double x) {
     switch (op) {
     case QKV_UN_RELU: return x > 0 ? x : 0;
     case QKV_UN_GELU_ERF: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
-    case QKV_UN_GELU_TANH: {
+    case QKV_UN_GELU_TANH: { /* 0.5 x (1 + tanh u) = x / (1 + e^{-2u}): no cancellation for x << 0 */
         const double c = 0.79788456080286535588; /* sqrt(2/pi) */
-        return 0.5 * x * (1 + tanh(c * (x + 0.044715 * x * x * x)));
+        return x / (1 + exp(-2 * c * (x + 0.044715 * x * x * x)));
     }
     case QKV_UN_TANH: return tanh(x);
     case QKV_UN_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
@@ -67,10 +67,11 @@ static inline double qkv__unary_grad(qkv_unary op, double x, double y) {
     case QKV_UN_RELU: return x > 0 ? 1 : 0;
     case QKV_UN_GELU_ERF: /* Phi(x) + x phi(x) */
         return 0.5 * (1 + erf(x * 0.70710678118654752440)) + x * 0.39894228040143267794 * exp(-0.5 * x * x);
-    case QKV_UN_GELU_TANH: {
+    case QKV_UN_GELU_TANH: { /* s + 2 x s (1 - s) u', s = sigma(2u) = 1 / (1 + e), 1 - s = e s */
         const double c = 0.79788456080286535588;
-        double u = c * (x + 0.044715 * x * x * x), t = tanh(u);
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+        const double e = exp(-2 * c * (x + 0.044715 * x * x * x)), s = 1 / (1 + e);
+        if (s == 0 || e == 0) return s; /* the tails (and no 0 inf below) */
+        return s + 2 * x * s * (e * s) * c * (1 + 3 * 0.044715 * x * x);
     }
     case QKV_UN_TANH: return 1 - y * y;
     case QKV_UN_SIGMOID: return y * (1 - y);

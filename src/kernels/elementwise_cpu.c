@@ -4,6 +4,7 @@
  * result does not depend on the thread count.
  */
 #include "elementwise.h"
+#include "rowreduce.h"
 #include "select.h"
 
 #include <math.h>
@@ -11,12 +12,88 @@
 
 #define QKV_CHUNK 4096
 
+/* Chunks of QKV_CHUNK elements over the threads: for (c) body(first, len). */
+#ifdef QKV_WITH_OPENMP
+#define FOR_CHUNKS(n, grain, first, len, ...)                                                      \
+    do {                                                                                           \
+        const int64_t n_ = (n), grain_ = (grain), chunks_ = (n_ + QKV_CHUNK - 1) / QKV_CHUNK;      \
+        _Pragma("omp parallel for schedule(static) if (n_ > grain_)")                              \
+        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                                 \
+            const int64_t first = c_ * QKV_CHUNK, len = n_ - first < QKV_CHUNK ? n_ - first : QKV_CHUNK; \
+            __VA_ARGS__;                                                                           \
+        }                                                                                          \
+    } while (0)
+#else
+#define FOR_CHUNKS(n, grain, first, len, ...)                                                      \
+    do {                                                                                           \
+        for (int64_t first = 0; first < (n); first += QKV_CHUNK) {                                 \
+            const int64_t len = (n) - first < QKV_CHUNK ? (n) - first : QKV_CHUNK;                 \
+            __VA_ARGS__;                                                                           \
+        }                                                                                          \
+    } while (0)
+#endif
+
+QKV_ROW_INLINE void relu_apart(int64_t from, int64_t to, const qkv_real *restrict x, qkv_real *restrict y) {
+    for (int64_t i = from; i < to; i++) y[i] = keep_or_zero(x[i], x[i] > 0);
+}
+
+/* ReLU as a branch-free select (select.h); in place (x == y) through one pointer. */
+QKV_CLONES
+static void relu_range(int64_t n, const qkv_real *x, qkv_real *y) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    if (x == y) {
+        for (int64_t i = 0; i < body; i++) y[i] = keep_or_zero(y[i], y[i] > 0);
+        for (int64_t i = body; i < n; i++) y[i] = keep_or_zero(y[i], y[i] > 0);
+        return;
+    }
+    relu_apart(0, body, x, y);
+    relu_apart(body, n, x, y);
+}
+
+QKV_CLONES
+static void relu_bwd_range(int64_t n, const qkv_real *restrict x, const qkv_real *restrict dy, qkv_real *restrict dx) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    for (int64_t i = 0; i < body; i++) dx[i] += keep_or_zero(dy[i], x[i] > 0);
+    for (int64_t i = body; i < n; i++) dx[i] += keep_or_zero(dy[i], x[i] > 0);
+}
+
+/* GELU with the tanh approximation (Hendrycks & Gimpel 2016) as a logistic (elementwise.h), in
+ * qkv_real with the branch-free exp of rowreduce.h so that the loops vectorise (libm's tanh is a
+ * call per element):  u = sqrt(2 / pi) (x + 0.044715 x^3),  e = e^{-2u},  s = 1 / (1 + e),
+ *   y = x / (1 + e),   dy/dx = s + 2 x s (e s) u',   u' = sqrt(2 / pi) (1 + 3 0.044715 x^2).
+ * Where the exp clamps (-2u > 88, x < -9.4) the true y is below 1e-37 |x|: y and the gradient are
+ * set to 0 (+0), as they are where e underflows the gradient's second term (x > 9.4); these masks
+ * also keep x^2 = inf (|x| > 1.8e19) from making 0 inf = NaN. NaN stays NaN. Within a few ulps
+ * of the reference's double evaluation (test). */
+#define GELU_C 0.79788456080286535588 /* sqrt(2 / pi) */
+#define GELU_A 0.044715
+
+QKV_CLONES
+static void gelu_tanh_range(int64_t n, const qkv_real *restrict x, qkv_real *restrict y) {
+    QKV_LANE_LOOP(i, n, {
+        const qkv_real v = x[i], u = (qkv_real)GELU_C * (v + (qkv_real)GELU_A * v * v * v);
+        y[i] = keep_or_zero(v / (1 + qkv__exp_r(-2 * u)), !(u < -44));
+    });
+}
+
+QKV_CLONES
+static void gelu_tanh_bwd_range(int64_t n, const qkv_real *restrict x, const qkv_real *restrict dy,
+                                qkv_real *restrict dx) {
+    QKV_LANE_LOOP(i, n, {
+        const qkv_real v = x[i], u = (qkv_real)GELU_C * (v + (qkv_real)GELU_A * v * v * v);
+        const qkv_real e = qkv__exp_r(-2 * u), s = keep_or_zero(1 / (1 + e), !(u < -44));
+        const qkv_real du = (qkv_real)GELU_C * (1 + 3 * (qkv_real)GELU_A * v * v);
+        dx[i] += dy[i] * (s + keep_or_zero(2 * v * s * (e * s) * du, (e > 0) & (s > 0)));
+    });
+}
+
 static void unary_fwd(qkv_unary op, int64_t n, const qkv_real *x, qkv_real *y) {
     if (op == QKV_UN_RELU) {
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
-#endif
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+        FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, relu_range(len, x + first, y + first));
+        return;
+    }
+    if (op == QKV_UN_GELU_TANH) { /* x, y distinct: unary ops allocate their output */
+        FOR_CHUNKS(n, QKV_CHUNK, first, len, gelu_tanh_range(len, x + first, y + first));
         return;
     }
 #ifdef QKV_WITH_OPENMP
@@ -27,11 +104,12 @@ static void unary_fwd(qkv_unary op, int64_t n, const qkv_real *x, qkv_real *y) {
 
 static void unary_bwd(qkv_unary op, int64_t n, const qkv_real *x, const qkv_real *y,
                       const qkv_real *dy, qkv_real *dx) {
-    if (op == QKV_UN_RELU) { /* the common case, as a select the compiler vectorises */
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
-#endif
-        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? dy[i] : 0;
+    if (op == QKV_UN_RELU) {
+        FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, relu_bwd_range(len, x + first, dy + first, dx + first));
+        return;
+    }
+    if (op == QKV_UN_GELU_TANH) {
+        FOR_CHUNKS(n, QKV_CHUNK, first, len, gelu_tanh_bwd_range(len, x + first, dy + first, dx + first));
         return;
     }
 #ifdef QKV_WITH_OPENMP
@@ -101,20 +179,31 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
  * Element i is kept when u_i >= p with u_i = (r_i >> 8) 2^-24 (qkv_rng_uniform); that float is
  * exact, so the test is the integer compare (r_i >> 8) >= ceil(p 2^24), the same decision as the
  * reference kernel's. The decision selects x_i / (1 - p) or 0 without a branch (select.h). */
+#define DROPOUT_KEEP(v, k) (((r[k] >> 8) >= threshold) & (!relu | ((v) > 0)))
+
+/* x and y distinct (tensors never overlap partially) */
+QKV_ROW_INLINE void dropout_apart(int64_t from, int64_t to, uint32_t threshold, qkv_real scale, bool relu,
+                                  const uint32_t *restrict r, const qkv_real *restrict x, qkv_real *restrict y,
+                                  bool accumulate) {
+    if (accumulate)
+        for (int64_t k = from; k < to; k++) y[k] += keep_or_zero(x[k] * scale, DROPOUT_KEEP(x[k], k));
+    else
+        for (int64_t k = from; k < to; k++) y[k] = keep_or_zero(x[k] * scale, DROPOUT_KEEP(x[k], k));
+}
+
 QKV_CLONES
 static void dropout_group(int64_t len, uint32_t threshold, qkv_real scale, bool relu, const uint32_t *restrict r,
-                          const qkv_real *restrict x, qkv_real *restrict y, bool accumulate) {
+                          const qkv_real *x, qkv_real *y, bool accumulate) {
     const int64_t body = QKV_VECTOR_BODY(len);
-#define KEEP(k) (((r[k] >> 8) >= threshold) & (!relu | (x[k] > 0)))
-    if (accumulate) {
-        for (int64_t k = 0; k < body; k++) y[k] += keep_or_zero(x[k] * scale, KEEP(k));
-        for (int64_t k = body; k < len; k++) y[k] += keep_or_zero(x[k] * scale, KEEP(k));
-    } else {
-        for (int64_t k = 0; k < body; k++) y[k] = keep_or_zero(x[k] * scale, KEEP(k));
-        for (int64_t k = body; k < len; k++) y[k] = keep_or_zero(x[k] * scale, KEEP(k));
+    if (x == y) { /* in place (linear_relu_dropout): through one pointer */
+        for (int64_t k = 0; k < body; k++) y[k] = keep_or_zero(y[k] * scale, DROPOUT_KEEP(y[k], k));
+        for (int64_t k = body; k < len; k++) y[k] = keep_or_zero(y[k] * scale, DROPOUT_KEEP(y[k], k));
+        return;
     }
-#undef KEEP
+    dropout_apart(0, body, threshold, scale, relu, r, x, y, accumulate);
+    dropout_apart(body, len, threshold, scale, relu, r, x, y, accumulate);
 }
+#undef DROPOUT_KEEP
 
 static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu, const qkv_real *x,
                     qkv_real *y, bool accumulate) {

@@ -1,6 +1,9 @@
 /* test_elementwise.c: add / mul with broadcasting, scale, activations, dropout, sum, mean. */
 #include "kernel_check.h"
 
+#include <float.h>
+#include <math.h>
+
 /* ---- broadcasting --------------------------------------------------------------------------- */
 
 TEST(add_mul_broadcast_closed_form) {
@@ -134,6 +137,55 @@ TEST(activations_fast_matches_reference_and_threads) {
         un_case c = {op};
         kc_check("unary", unary_fn, &x, 1, &c);
         tu_free(x);
+    }
+}
+
+/* GELU-tanh over its whole range, both kernel sets, against the logistic form
+ * x / (1 + e^{-2u}) in long double: within 4 + 4 |u| ulps of the value (twice that, for the
+ * derivative s + 2 x s (1 - s) u', of the sum of its two terms' sizes): u is rounded and e^{-2u}
+ * amplifies that by 2 |u|. Near 0 in the tails (values below 1e-36 max(1, |x|), derivatives below
+ * 1e-34), NaN for NaN. The fast kernel evaluates it in qkv_real with its own exp; the reference
+ * in double with libm's. */
+TEST(gelu_tanh_within_ulps_over_its_whole_range) {
+    enum { GRID = 6001, SPECIAL = 14, N = GRID + SPECIAL };
+    static const double special[SPECIAL] = {0,     1e-30, -1e-30, 1e-6, -1e-6, -9.3,  -9.45,
+                                            -10.1, 10.1,  -100,   100,  1e20,  -1e20, NAN};
+    qkv_real xs[N], ones[N];
+    for (int i = 0; i < GRID; i++) xs[i] = (qkv_real)(-30 + 0.01 * i);
+    for (int i = 0; i < SPECIAL; i++) xs[GRID + i] = (qkv_real)special[i];
+    for (int i = 0; i < N; i++) ones[i] = 1;
+    const long double eps = sizeof(qkv_real) == 4 ? FLT_EPSILON : DBL_EPSILON, c = 0.79788456080286535588L;
+    for (int kind = 0; kind < 2; kind++) {
+        qkv_ctx *ctx = tu_ctx();
+        qkv_ctx_set_kernels(ctx, kind ? QKV_KERNELS_FAST : QKV_KERNELS_REF);
+        qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){N}, xs);
+        qkv_tensor_requires_grad(x);
+        qkv_tensor *y = qkv_gelu(ctx, x, QKV_GELU_TANH);
+        CHECK(y && qkv_backward_from(ctx, y, qkv_tensor_from(ctx, QKV_REAL, 1, (int64_t[]){N}, ones)) == QKV_OK);
+        if (!y || !x->grad) {
+            qkv_ctx_free(ctx);
+            return;
+        }
+        const qkv_real *yd = y->data, *gd = (const qkv_real *)x->grad;
+        int bad_y = 0, bad_g = 0;
+        for (int i = 0; i < N; i++) {
+            if (isnan(xs[i])) { /* NaN in, NaN out (value and gradient) */
+                bad_y += !isnan(yd[i]);
+                bad_g += !isnan(gd[i]);
+                continue;
+            }
+            const long double v = xs[i], u = c * (v + 0.044715L * v * v * v), e = expl(-2 * u), s = 1 / (1 + e);
+            const long double want = v / (1 + e), tail = 2 * v * s * (e * s) * c * (1 + 3 * 0.044715L * v * v);
+            const long double want_g = isfinite(tail) ? s + tail : s;
+            /* u itself is rounded (relative error ~eps) and e^{-2u} amplifies that by 2 |u|: the
+             * bound is the float evaluation's conditioning, 4 + 4 |u| ulps */
+            const long double ulps = (4 + 4 * fabsl(u)) * eps;
+            if (fabsl(yd[i] - want) > ulps * fabsl(want) + 1e-36L * fmaxl(1, fabsl(v))) bad_y++;
+            if (fabsl(gd[i] - want_g) > 2 * ulps * (fabsl(s) + (isfinite(tail) ? fabsl(tail) : 0)) + 1e-34L) bad_g++;
+        }
+        CHECK_MSG(bad_y == 0, "%s kernels: %d of %d GELU-tanh values off", kind ? "fast" : "reference", bad_y, N);
+        CHECK_MSG(bad_g == 0, "%s kernels: %d of %d GELU-tanh derivatives off", kind ? "fast" : "reference", bad_g, N);
+        qkv_ctx_free(ctx);
     }
 }
 

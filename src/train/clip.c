@@ -5,18 +5,34 @@
  *   g *= c when c < 1 (torch multiplies by min(c, 1); multiplying by 1 changes nothing).
  *
  * The sum runs in double over the contiguous gradient block, split into at most PARTS ranges
- * whose bounds depend only on the element count: each range is summed in order, then the
- * partial sums are added in range order, so the norm is bit-identical for any thread count.
+ * whose bounds depend only on the element count: each range is summed with QKV_LANES partial
+ * sums in a fixed order (qkv__row_dot, kernels/rowreduce.h: vectorised, and 8 independent
+ * additions instead of one chain), then the partial sums are added in range order, so the norm
+ * is bit-identical for any thread count and vector width.
  */
 #include "qkv/qkv_optim.h"
 
 #include "../core/internal.h"
+#include "../kernels/rowreduce.h"
+#include "../kernels/select.h"
 
 #include <math.h>
 
 #define PARTS 256
 #define PART_MIN 4096            /* elements per range at least (small tables: fewer ranges) */
 #define GRAIN ((int64_t)1 << 15) /* below this many elements, stay on one thread */
+
+QKV_CLONES
+static double sum_of_squares(const qkv_real *g, int64_t n) {
+    return qkv__row_dot(g, g, n);
+}
+
+QKV_CLONES
+static void scale_range(qkv_real *restrict g, qkv_real c, int64_t n) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    for (int64_t i = 0; i < body; i++) g[i] *= c;
+    for (int64_t i = body; i < n; i++) g[i] *= c;
+}
 
 double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
     qkv_real *g = qkv_params_block(p, QKV_BLOCK_GRAD);
@@ -35,10 +51,7 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
     for (int64_t k = 0; k < parts; k++) {
         const int64_t lo = n / parts * k + (k < n % parts ? k : n % parts);
         const int64_t hi = lo + n / parts + (k < n % parts);
-        double s = 0;
-        for (int64_t i = lo; i < hi; i++)
-            s += (double)g[i] * (double)g[i];
-        partial[k] = s;
+        partial[k] = sum_of_squares(g + lo, hi - lo);
     }
     double total = 0;
     for (int64_t k = 0; k < parts; k++)
@@ -51,8 +64,10 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (n > GRAIN)
 #endif
-            for (int64_t i = 0; i < n; i++)
-                g[i] *= cr;
+            for (int64_t k = 0; k < parts; k++) {
+                const int64_t lo = n / parts * k + (k < n % parts ? k : n % parts);
+                scale_range(g + lo, cr, n / parts + (k < n % parts));
+            }
         }
     }
     return norm;

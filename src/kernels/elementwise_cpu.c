@@ -160,7 +160,14 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
             for (int64_t i = 0; i < L; i++) da[r * L + i] += mul ? dy[r * L + i] * br[s3 * i] : dy[r * L + i];
         }
     }
-    if (db) /* rows in order: the same summation order as the reference, any thread count */
+    /* b broadcast along no dim: every row of a has its own row of b, so rows may go to any
+     * thread; otherwise rows in order (the summation order of the reference, any thread count) */
+    bool b_full = true;
+    for (int d = 0; d < 4; d++) b_full &= g->shape[d] == 1 || g->bstride[d] != 0;
+    if (db)
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (b_full && R * L > 4 * QKV_CHUNK)
+#endif
         for (int64_t r = 0; r < R; r++) {
             qkv_real *dbr = db + b_row_offset(g, r);
             const qkv_real *dyr = dy + r * L, *ar = a + r * L;

@@ -1,0 +1,110 @@
+/*
+ * bench_bandwidth.c: the machine's memory bandwidth, with 1 .. N OpenMP threads.
+ *
+ *   build/release/bench_bandwidth [--mib M] [--threads N] [--reps R] [--json]
+ *
+ * Two loops over buffers of M MiB (default 100, about one config-B decoding step's fp32 weights,
+ * far past the caches), each thread taking a contiguous slice:
+ *   read: x ^= a[i] over uint64 words (an XOR reduction: one load and one XOR per 8 bytes, so the
+ *         loop is bound by memory, not by arithmetic), GB/s = M MiB / seconds;
+ *   copy: b[i] = a[i] (read + write), GB/s = 2 M MiB / seconds.
+ * Best of R repetitions (default 10) after one untimed pass that faults the pages in.
+ * What it is for: the floor of memory-bound work (greedy decoding streams every weight once per
+ * step; the element-wise half of a training step reads and writes activations), and how much a
+ * second thread adds to it (BENCHMARKS.md, "Session 5"). A benchmark, not a test.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "qkv/qkv.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t read_xor(const uint64_t *a, int64_t n) {
+    uint64_t x = 0;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) reduction(^ : x)
+#endif
+    for (int64_t i = 0; i < n; i++) x ^= a[i];
+    return x;
+}
+
+static void copy(const uint64_t *a, uint64_t *b, int64_t n) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < n; i++) b[i] = a[i];
+}
+
+int main(int argc, char **argv) {
+    double mib = 100;
+    int max_threads = 2, reps = 10;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json")) json = true;
+        else {
+            fprintf(stderr, "usage: bench_bandwidth [--mib M] [--threads N] [--reps R] [--json]\n");
+            return 2;
+        }
+    }
+    if (!(mib >= 1 && mib <= 65536) || max_threads < 1 || max_threads > 1024 || reps < 1 || reps > 10000) {
+        fprintf(stderr, "bench_bandwidth: --mib must be in [1, 65536], --threads in [1, 1024], --reps in [1, 10000]\n");
+        return 2;
+    }
+    const int64_t n = (int64_t)(mib * 1048576.0 / sizeof(uint64_t));
+    const double bytes = (double)n * sizeof(uint64_t);
+    uint64_t *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    if (!a || !b) {
+        fprintf(stderr, "bench_bandwidth: cannot allocate 2 x %.0f MiB\n", mib);
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) a[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull;
+    memset(b, 0, (size_t)n * sizeof *b);
+    uint64_t sink = 0;
+    if (!json) printf("buffers of %.0f MiB, best of %d\n", mib, reps);
+    for (int t = 1; t <= max_threads; t++) {
+#ifdef QKV_WITH_OPENMP
+        omp_set_num_threads(t);
+#else
+        if (t > 1) break;
+#endif
+        double best_read = 0, best_copy = 0;
+        sink ^= read_xor(a, n);
+        copy(a, b, n);
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            sink ^= read_xor(a, n);
+            double read = bytes / (now() - t0) / 1e9;
+            t0 = now();
+            copy(a, b, n);
+            double cp = 2 * bytes / (now() - t0) / 1e9;
+            if (read > best_read) best_read = read;
+            if (cp > best_copy) best_copy = cp;
+        }
+        if (json)
+            printf("{\"mode\": \"bandwidth\", \"threads\": %d, \"mib\": %.0f, \"read_gb_s\": %.2f, \"copy_gb_s\": %.2f}\n", t,
+                   mib, best_read, best_copy);
+        else
+            printf("%d thread(s): read %.1f GB/s, copy (read + write) %.1f GB/s\n", t, best_read, best_copy);
+    }
+    free(a);
+    free(b);
+    volatile uint64_t keep = sink; /* the reads have an observable result */
+    (void)keep;
+    return 0;
+}

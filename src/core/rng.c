@@ -81,8 +81,8 @@ void qkv__philox_blocks_c(uint64_t seed, uint64_t step, uint64_t stream, uint64_
  * compiler we build with (GCC 12, clang 14) turns the C version's products of zero-extended
  * words into single vpmuludq instructions: it emulates full 64 x 64-bit products, three
  * multiplications and a shift-add chain each. Here each product is one vpmuludq (_mm256_mul_epu32
- * multiplies the low 32 bits of each lane into 64): 2.1x the C version's speed, dropout's Philox
- * words being ~4 % of a config-B training step. */
+ * multiplies the low 32 bits of each lane into 64): about 1.7x the C version's words per second,
+ * where dropout's Philox words were ~4.5 % of a config-B training step (BENCHMARKS.md). */
 __attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, uint64_t step, uint64_t stream,
                                                                 uint64_t first_block,
                                                                 uint32_t out[4 * QKV_PHILOX_LANES]) {

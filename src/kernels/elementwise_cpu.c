@@ -61,10 +61,10 @@ static void relu_bwd_range(int64_t n, const qkv_real *restrict x, const qkv_real
  * qkv_real with the branch-free exp of rowreduce.h so that the loops vectorise (libm's tanh is a
  * call per element):  u = sqrt(2 / pi) (x + 0.044715 x^3),  e = e^{-2u},  s = 1 / (1 + e),
  *   y = x / (1 + e),   dy/dx = s + 2 x s (e s) u',   u' = sqrt(2 / pi) (1 + 3 0.044715 x^2).
- * Where the exp clamps (-2u > 88, x < -9.4) the true y is below 1e-37 |x|: y and the gradient are
- * set to 0 (+0), as they are where e underflows the gradient's second term (x > 9.4); these masks
- * also keep x^2 = inf (|x| > 1.8e19) from making 0 inf = NaN. NaN stays NaN. Within a few ulps
- * of the reference's double evaluation (test). */
+ * Where the exp clamps (-2u > 88, x < -10.0) the true y is below 1e-37 |x|: y and the gradient
+ * are set to 0 (+0), as the gradient's second term is where e underflows (x > 10.0); these masks
+ * also keep x^2 = inf (|x| > 1.8e19) from making 0 inf = NaN. NaN stays NaN. Within 4 + 4 |u|
+ * ulps of a long double evaluation (test: u's rounding, amplified 2 |u| times by e^{-2u}). */
 #define GELU_C 0.79788456080286535588 /* sqrt(2 / pi) */
 #define GELU_A 0.044715
 

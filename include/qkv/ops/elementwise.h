@@ -17,7 +17,8 @@ QKV_API qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s);
 QKV_API qkv_tensor *qkv_relu(qkv_ctx *ctx, qkv_tensor *x);
 typedef enum qkv_gelu_kind {
     QKV_GELU_ERF = 0, /* x/2 (1 + erf(x/sqrt 2)): torch's default */
-    QKV_GELU_TANH = 1 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): approximate='tanh' */
+    QKV_GELU_TANH = 1 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): approximate='tanh';
+                         evaluated as x / (1 + e^{-2u}), u the tanh's argument (no cancellation) */
 } qkv_gelu_kind;
 QKV_API qkv_tensor *qkv_gelu(qkv_ctx *ctx, qkv_tensor *x, qkv_gelu_kind kind);
 QKV_API qkv_tensor *qkv_tanh(qkv_ctx *ctx, qkv_tensor *x);

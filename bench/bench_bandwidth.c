@@ -14,7 +14,7 @@
  * second thread adds to it (BENCHMARKS.md, "Session 5"). A benchmark, not a test.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "qkv/qkv.h"
+#include "bench_common.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -25,12 +25,6 @@
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t read_xor(const uint64_t *a, int64_t n) {
     uint64_t x = 0;
@@ -87,12 +81,12 @@ int main(int argc, char **argv) {
         sink ^= read_xor(a, n);
         copy(a, b, n);
         for (int r = 0; r < reps; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             sink ^= read_xor(a, n);
-            double read = bytes / (now() - t0) / 1e9;
-            t0 = now();
+            double read = bytes / (bench_now() - t0) / 1e9;
+            t0 = bench_now();
             copy(a, b, n);
-            double cp = 2 * bytes / (now() - t0) / 1e9;
+            double cp = 2 * bytes / (bench_now() - t0) / 1e9;
             if (read > best_read) best_read = read;
             if (cp > best_copy) best_copy = cp;
         }

@@ -17,7 +17,7 @@
  * medians at large shapes define the anchors' ~215 GFLOP/s ceiling).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "qkv/qkv.h"
+#include "bench_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,12 +27,6 @@
 #ifdef QKV_WITH_BLAS
 #include <cblas.h>
 #endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef enum { IMPL_QKV, IMPL_CBLAS, IMPL_BLOCKED } impl;
 
@@ -60,11 +54,11 @@ static void run(impl which, bool tb, int64_t m, int64_t n, int64_t k, const qkv_
 static double sample(impl which, bool tb, int64_t m, int64_t n, int64_t k, const qkv_real *a, const qkv_real *b,
                      qkv_real *c, double seconds) {
     int reps = 0;
-    double t0 = now(), t;
+    double t0 = bench_now(), t;
     do {
         run(which, tb, m, n, k, a, b, c);
         reps++;
-        t = now() - t0;
+        t = bench_now() - t0;
     } while (t < seconds);
     return 2.0 * (double)m * (double)n * (double)k * reps / t * 1e-9;
 }

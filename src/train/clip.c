@@ -22,6 +22,12 @@
 #define PART_MIN 4096            /* elements per range at least (small tables: fewer ranges) */
 #define GRAIN ((int64_t)1 << 15) /* below this many elements, stay on one thread */
 
+/* Range k of `parts` near-equal ranges over n elements: [*lo, *hi). */
+static inline void part_bounds(int64_t n, int64_t parts, int64_t k, int64_t *lo, int64_t *hi) {
+    *lo = n / parts * k + (k < n % parts ? k : n % parts);
+    *hi = *lo + n / parts + (k < n % parts);
+}
+
 QKV_CLONES
 static double sum_of_squares(const qkv_real *g, int64_t n) {
     return qkv__row_dot(g, g, n);
@@ -49,8 +55,8 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
 #pragma omp parallel for schedule(static) if (n > GRAIN)
 #endif
     for (int64_t k = 0; k < parts; k++) {
-        const int64_t lo = n / parts * k + (k < n % parts ? k : n % parts);
-        const int64_t hi = lo + n / parts + (k < n % parts);
+        int64_t lo, hi;
+        part_bounds(n, parts, k, &lo, &hi);
         partial[k] = sum_of_squares(g + lo, hi - lo);
     }
     double total = 0;
@@ -65,8 +71,9 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
 #pragma omp parallel for schedule(static) if (n > GRAIN)
 #endif
             for (int64_t k = 0; k < parts; k++) {
-                const int64_t lo = n / parts * k + (k < n % parts ? k : n % parts);
-                scale_range(g + lo, cr, n / parts + (k < n % parts));
+                int64_t lo, hi;
+                part_bounds(n, parts, k, &lo, &hi);
+                scale_range(g + lo, cr, hi - lo);
             }
         }
     }

@@ -291,28 +291,35 @@ def sincos_2d(rows, cols, C):
 
 class PatchEmbed(nn.Module):
     """Patches of a channels-last image flattened as (row in patch, column, channel), then a
-    Linear: vit-pytorch's Rearrange('b (h p1) (w p2) c -> b (h w) (p1 p2 c)') + nn.Linear."""
+    Linear: vit-pytorch's Rearrange('b (h p1) (w p2) c -> b (h w) (p1 p2 c)') + nn.Linear.
+    With a window W > P each token is the W x W window centred on its patch, zero-padded
+    (F.unfold with padding (W - P) / 2, reordered to (row, column, channel))."""
 
-    def __init__(self, P, Ch, C):
+    def __init__(self, P, Ch, C, window=None):
         super().__init__()
-        self.P = P
-        self.proj = nn.Linear(P * P * Ch, C)
+        self.P, self.W = P, window or P
+        self.proj = nn.Linear(self.W * self.W * Ch, C)
 
     def patches(self, x):
         B, Hi, Wi, Ch = x.shape
-        P = self.P
-        x = x.reshape(B, Hi // P, P, Wi // P, P, Ch).permute(0, 1, 3, 2, 4, 5)
-        return x.reshape(B, (Hi // P) * (Wi // P), P * P * Ch)
+        P, W = self.P, self.W
+        if W == P:
+            x = x.reshape(B, Hi // P, P, Wi // P, P, Ch).permute(0, 1, 3, 2, 4, 5)
+            return x.reshape(B, (Hi // P) * (Wi // P), P * P * Ch)
+        cols = F.unfold(x.permute(0, 3, 1, 2), W, padding=(W - P) // 2, stride=P)  # (B, Ch W W, N)
+        N = cols.shape[2]
+        return cols.reshape(B, Ch, W, W, N).permute(0, 4, 2, 3, 1).reshape(B, N, W * W * Ch)
 
     def forward(self, x):
         return self.proj(self.patches(x))
 
     def as_conv2d(self, x):
-        """The same map as torchvision's conv_proj: Conv2d(Ch, C, P, stride=P) on NCHW."""
-        C, Ch = self.proj.weight.shape[0], x.shape[3]
-        conv = nn.Conv2d(Ch, C, self.P, stride=self.P)
+        """The same map as a convolutional stem: Conv2d(Ch, C, W, stride=P, padding=(W - P) / 2)
+        on NCHW (torchvision's conv_proj when W = P)."""
+        C, Ch, W = self.proj.weight.shape[0], x.shape[3], self.W
+        conv = nn.Conv2d(Ch, C, W, stride=self.P, padding=(W - self.P) // 2)
         with torch.no_grad():
-            conv.weight.copy_(self.proj.weight.reshape(C, self.P, self.P, Ch).permute(0, 3, 1, 2))
+            conv.weight.copy_(self.proj.weight.reshape(C, W, W, Ch).permute(0, 3, 1, 2))
             conv.bias.copy_(self.proj.bias)
         return conv(x.permute(0, 3, 1, 2)).flatten(2).transpose(1, 2)
 
@@ -320,11 +327,11 @@ class PatchEmbed(nn.Module):
 class TinyViT(nn.Module):
     """The PyTorch twin of qkv's image model (qkv_model.h, src/nn/patch_embed.c): same names."""
 
-    def __init__(self, Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation):
+    def __init__(self, Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation, window=None):
         super().__init__()
         self.grid, self.C, self.pos = (Hi // P, Wi // P), C, pos
         N = self.grid[0] * self.grid[1]
-        self.patch_embed = PatchEmbed(P, Ch, C)
+        self.patch_embed = PatchEmbed(P, Ch, C, window)
         self.class_token = nn.Parameter(torch.randn(1, 1, C) * 0.5) if class_token else None
         if pos == "learned":
             self.pos_embedding = nn.Parameter(torch.randn(1, N + int(class_token), C) * 0.5)
@@ -345,18 +352,19 @@ class TinyViT(nn.Module):
         return self.head(h[:, 0] if self.class_token is not None else h.mean(dim=1))
 
 
-def vit_fixture(out_dir, class_token, pos, norm_first, activation, name):
+def vit_fixture(out_dir, class_token, pos, norm_first, activation, name, window=None):
     """A small ViT on a non-square, two-channel image (rows and columns, channels cannot be
-    confused): logits, label-smoothed loss, every parameter gradient and the pixels' gradient."""
+    confused): logits, label-smoothed loss, every parameter gradient and the pixels' gradient;
+    window: overlapping W x W windows instead of the patches (a convolutional stem)."""
     torch.manual_seed(7)
     B, Hi, Wi, Ch, P, C, H, layers, FF, K = 3, 4, 6, 2, 2, 8, 2, 2, 16, 5
-    model = TinyViT(Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation)
+    model = TinyViT(Hi, Wi, Ch, P, C, H, layers, FF, K, class_token, pos, norm_first, activation, window)
     spread_biases_and_norms(model)
     model.train()  # dropout 0 and train mode: no fused fast path
     pixels = torch.rand(B, Hi, Wi, Ch, requires_grad=True)
     labels = torch.tensor([3, 0, 4])
     conv_gap = (model.patch_embed(pixels) - model.patch_embed.as_conv2d(pixels)).abs().max().item()
-    assert conv_gap < 1e-12, conv_gap  # the Linear over patches is the Conv2d with kernel = stride = P
+    assert conv_gap < 1e-12, conv_gap  # the Linear over patches (or windows) is the Conv2d
     logits = model(pixels)
     loss = F.cross_entropy(logits, labels, label_smoothing=0.1)
     loss.backward()
@@ -364,7 +372,10 @@ def vit_fixture(out_dir, class_token, pos, norm_first, activation, name):
     tensors.update({"grad.param." + n: p.grad for n, p in model.named_parameters()})
     tensors.update({"input.pixels": pixels, "input.labels": labels, "out.logits": logits, "out.loss": loss,
                     "out.patches": model.patch_embed.patches(pixels), "grad.input.pixels": pixels.grad})
-    cfg = {"image": {"height": Hi, "width": Wi, "channels": Ch, "patch_size": P, "class_token": class_token},
+    image = {"height": Hi, "width": Wi, "channels": Ch, "patch_size": P, "class_token": class_token}
+    if window:
+        image["window"] = window
+    cfg = {"image": image,
            "pos": pos, "d_model": C, "n_heads": H, "n_encoder_layers": layers, "dim_feedforward": FF, "classes": K,
            "norm_first": norm_first, "activation": activation, "label_smoothing": 0.1}
     save_safetensors(os.path.join(out_dir, name), tensors, {"config": json.dumps(cfg)})
@@ -383,6 +394,7 @@ def main():
         seq2seq_fixture(out_dir, norm_first)
     vit_fixture(out_dir, True, "learned", True, "gelu", "ref_vit_cls_learned.safetensors")
     vit_fixture(out_dir, False, "sincos_2d", False, "relu", "ref_vit_mean_sincos.safetensors")
+    vit_fixture(out_dir, False, "sincos_2d", True, "gelu", "ref_vit_window.safetensors", window=4)
     print("fixtures written to", os.path.abspath(out_dir))
 
 

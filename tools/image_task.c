@@ -221,7 +221,7 @@ static bool image_create(config *cfg, task **out) {
             return config_fail(
                 cfg, "train.max_tokens",
                 "train.max_tokens counts tokens; an image batch is train.batch images");
-    int64_t h, w, ch, p, batch;
+    int64_t h, w, ch, p, window, batch;
     int pool = 0;
     task_settings *s = &t->base.s;
     if (!task_read_common(cfg, s) || !config_int(cfg, "train.batch", 64, 1, 1 << 20, &batch) ||
@@ -229,6 +229,7 @@ static bool image_create(config *cfg, task **out) {
         !config_int(cfg, "image.width", 0, 0, 65536, &w) ||
         !config_int(cfg, "image.channels", 1, 1, 65536, &ch) ||
         !config_int(cfg, "image.patch", 1, 1, 65536, &p) ||
+        !config_int(cfg, "image.window", 0, 0, 65536, &window) ||
         !config_enum(cfg, "image.pooling", 0, pool_names, 2, &pool) ||
         !config_double(cfg, "data.pixel_scale", 1, 1e-30, 1e30, &t->shape.scale))
         return false;
@@ -247,7 +248,8 @@ static bool image_create(config *cfg, task **out) {
     qkv_model_config *m = &s->model;
     m->src_vocab = 0;
     m->scale_embeddings = false;
-    m->image = (qkv_image_config){(int32_t)h, (int32_t)w, (int32_t)ch, (int32_t)p, pool == 0};
+    m->image = (qkv_image_config){(int32_t)h, (int32_t)w, (int32_t)ch, (int32_t)p,
+                                  (int32_t)(window ? window : p), pool == 0};
     t->shape = shape_of(m, t->shape.scale);
     t->batch = batch;
     qkv_model_config probe = *m; /* the classes are known after reading the data */
@@ -326,12 +328,14 @@ static qkv_status image_evaluate(task *base, const qkv_model *m, task_metrics *o
 static void image_describe(const task *base, FILE *f) {
     const image_task *t = (const image_task *)base;
     const qkv_model_config *m = &base->s.model;
-    const int p = m->image.patch_size;
+    const int p = m->image.patch_size, k = qkv_image_window(&m->image);
+    char window[48] = "";
+    if (k != p) snprintf(window, sizeof window, " in %d x %d windows", k, k);
     fprintf(f,
-            "%lld training images (%d x %d x %d), %lld dev images | %d classes | %d x %d patches "
+            "%lld training images (%d x %d x %d), %lld dev images | %d classes | %d x %d patches%s "
             "(%d tokens), %s",
             (long long)t->train.n, m->image.height, m->image.width, m->image.channels,
-            (long long)t->dev.n, qkv_vocab_size(t->labels) - QKV_VOCAB_RESERVED, p, p,
+            (long long)t->dev.n, qkv_vocab_size(t->labels) - QKV_VOCAB_RESERVED, p, p, window,
             (m->image.height / p) * (m->image.width / p),
             m->image.class_token ? "[CLS]" : "mean pooling");
 }

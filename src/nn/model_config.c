@@ -59,12 +59,16 @@ qkv_model_config qkv_model_image_config(int32_t height, int32_t width, int32_t c
     c.scale_embeddings = false;
     c.norm_first = true;
     c.activation = QKV_ACT_GELU;
-    c.image = (qkv_image_config){height, width, channels, patch_size, true};
+    c.image = (qkv_image_config){height, width, channels, patch_size, patch_size, true};
     if (patch_size > 0 && height > 0 && width > 0) { /* max_len: exactly the tokens of an image */
         const int64_t n = 1 + (int64_t)(height / patch_size) * (width / patch_size);
         if (n <= 1 << 20) c.max_len = (int32_t)n;
     }
     return c;
+}
+
+int32_t qkv_image_window(const qkv_image_config *im) {
+    return im->window ? im->window : im->patch_size;
 }
 
 /* The image front-end's rules (src/nn/patch_embed.c). */
@@ -79,7 +83,12 @@ static qkv_status check_image(const qkv_model_config *c) {
     if (i->height % i->patch_size || i->width % i->patch_size)
         return BAD("image %d x %d is not divisible into %d x %d patches (patch_size)", i->height, i->width,
                    i->patch_size, i->patch_size);
-    const int64_t patch_dim = (int64_t)i->patch_size * i->patch_size * i->channels;
+    const int32_t K = qkv_image_window(i), P = i->patch_size;
+    if (K < P || (K - P) % 2 || K - P > 2 * (i->height < i->width ? i->height : i->width))
+        return BAD("image window %d must be at least patch_size %d, exceed it by an even number (a window centred on "
+                   "its patch) and by at most twice the image's smaller side",
+                   K, P);
+    const int64_t patch_dim = (int64_t)K * K * i->channels;
     if (patch_dim > 1 << 24) return BAD("image patches of %lld values are too large (at most 2^24)", (long long)patch_dim);
     const int64_t n = (int64_t)(i->height / i->patch_size) * (i->width / i->patch_size) + i->class_token;
     if (n > c->max_len)
@@ -203,10 +212,12 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
     put_attn(&w, "self_attn", &c->self_attn);
     put_attn(&w, "dec_self_attn", &c->dec_self_attn);
     put_attn(&w, "cross_attn", &c->cross_attn);
-    if (qkv_model_is_image(c))
-        put(&w, ",\"image\":{\"height\":%d,\"width\":%d,\"channels\":%d,\"patch_size\":%d,\"class_token\":%s}",
-            c->image.height, c->image.width, c->image.channels, c->image.patch_size,
-            c->image.class_token ? "true" : "false");
+    if (qkv_model_is_image(c)) { /* "window" only when the tokens overlap: plain patch models keep their JSON */
+        put(&w, ",\"image\":{\"height\":%d,\"width\":%d,\"channels\":%d,\"patch_size\":%d,", c->image.height,
+            c->image.width, c->image.channels, c->image.patch_size);
+        if (qkv_image_window(&c->image) != c->image.patch_size) put(&w, "\"window\":%d,", c->image.window);
+        put(&w, "\"class_token\":%s}", c->image.class_token ? "true" : "false");
+    }
     if (c->nat) put(&w, ",\"nat\":true,\"mask_id\":%d", c->mask_id); /* absent: autoregressive */
     if (c->n_features > 0) { /* absent without features: files stay as they were */
         put(&w, ",\"features\":[");
@@ -291,6 +302,7 @@ static qkv_status read_image(const qkv_json_value *obj, qkv_image_config *im) {
         else if (!strcmp(k, "width")) st = get_int(v, k, &im->width);
         else if (!strcmp(k, "channels")) st = get_int(v, k, &im->channels);
         else if (!strcmp(k, "patch_size")) st = get_int(v, k, &im->patch_size);
+        else if (!strcmp(k, "window")) st = get_int(v, k, &im->window);
         else if (!strcmp(k, "class_token")) st = get_bool(v, k, &im->class_token);
         else st = BAD("unknown key \"image.%s\"", k);
         if (st) return st;

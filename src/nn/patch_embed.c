@@ -11,6 +11,9 @@
  *       pos = pos_embedding (1, L, C)                       learned (ViT)
  *             [0; sincos_2d(Hp, Wp)]                        fixed 2-D (qkv_sincos_2d_pe; [CLS] 0)
  *             sinusoidal(0 .. L-1)                          fixed 1-D over the token order
+ * With a window K > P (image.window), u_n is instead the K x K window centred on the patch,
+ * zero-padded (qkv_image_windows, src/ops/image_windows.c), D = K K Ch: a convolutional stem
+ * nn.Conv2d(Ch, C, K, stride=P, padding=(K - P) / 2) whose windows overlap.
  *   z = dropout(z), then the encoder stack (no mask: every image has all its tokens), then the
  *   head reads h_0 ([CLS]) or the mean of h_1 .. h_N.
  *
@@ -57,8 +60,8 @@ qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_si
 qkv_status qkv__image_register(qkv_model *m) {
     const qkv_model_config *c = &m->cfg;
     const qkv_image_config *im = &c->image;
-    const int64_t C = c->d_model, P = im->patch_size;
-    const int64_t D = P * P * im->channels;
+    const int64_t C = c->d_model, P = im->patch_size, K = qkv_image_window(im);
+    const int64_t D = K * K * im->channels;
     const int64_t L = (im->height / P) * (im->width / P) + im->class_token;
     qkv_status st =
         qkv_params_add(m->params, "patch_embed.proj.weight", 2, (int64_t[]){C, D}, &m->patch_w);
@@ -95,7 +98,9 @@ qkv_tensor *qkv__image_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixel
                         im->channels);
     const int64_t B = pixels->shape[0], C = c->d_model, P = im->patch_size;
     const int64_t Hp = im->height / P, Wp = im->width / P, L = Hp * Wp + im->class_token;
-    qkv_tensor *x = qkv_linear(ctx, qkv_image_patches(ctx, pixels, P), m->patch_w, m->patch_b);
+    const int64_t K = qkv_image_window(im);
+    qkv_tensor *tokens = K == P ? qkv_image_patches(ctx, pixels, P) : qkv_image_windows(ctx, pixels, P, K);
+    qkv_tensor *x = qkv_linear(ctx, tokens, m->patch_w, m->patch_b); /* (B, N, C) */
     if (c->pos == QKV_POS_SINCOS_2D) x = qkv_add(ctx, x, qkv_sincos_2d_pe(ctx, Hp, Wp, C));
     if (m->class_token) { /* [CLS] first; with sincos_2d its position is the zero vector */
         qkv_tensor *zeros = qkv_tensor_zeros(ctx, QKV_REAL, 3, (int64_t[]){B, 1, C});

@@ -16,9 +16,10 @@
 
 /* The fixtures' architecture (vit_fixture): 4 x 6 x 2 images, P 2, C 8, 2 heads, 2 layers. */
 static qkv_model_config vit_config(bool class_token, qkv_abs_pos pos, bool norm_first,
-                                   qkv_activation act) {
+                                   qkv_activation act, int32_t window) {
     qkv_model_config c = qkv_model_image_config(4, 6, 2, 2, 5, 8, 2, 2);
     c.image.class_token = class_token;
+    c.image.window = window;
     c.pos = pos;
     c.norm_first = norm_first;
     c.activation = act;
@@ -37,10 +38,10 @@ static int64_t fixture_param_count(const fixture *f) {
 }
 
 static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool norm_first,
-                       qkv_activation act) {
+                       qkv_activation act, int32_t window) {
     fixture f;
     if (!fixture_open(&f, file)) return;
-    qkv_model_config cfg = vit_config(class_token, pos, norm_first, act);
+    qkv_model_config cfg = vit_config(class_token, pos, norm_first, act, window);
     qkv_model *m = NULL;
     CHECK_OK(qkv_model_new(&cfg, 1, &m));
     if (!m) return;
@@ -54,7 +55,8 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
     qkv_tensor *pixels = fixture_tensor(ctx, &f, "input.pixels", QKV_REAL);
     qkv_tensor *labels = fixture_tensor(ctx, &f, "input.labels", QKV_I32);
     qkv_tensor_requires_grad(pixels);
-    qkv_tensor *patches = qkv_image_patches(ctx, pixels, 2);
+    qkv_tensor *patches = window ? qkv_image_windows(ctx, pixels, 2, window)
+                                 : qkv_image_patches(ctx, pixels, 2);
     qkv_tensor *logits = qkv_model_classify_image(ctx, m, pixels, NULL); /* (B, K) */
     qkv_tensor *loss = qkv_cross_entropy(ctx, logits, labels, QKV_NO_LABEL, 0.1);
     CHECK_OK(qkv_ctx_status(ctx));
@@ -79,7 +81,8 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
     if (back) {
         CHECK(back->cfg.image.height == 4 && back->cfg.image.width == 6 &&
               back->cfg.image.channels == 2 && back->cfg.image.patch_size == 2 &&
-              back->cfg.image.class_token == class_token && back->cfg.pos == pos);
+              back->cfg.image.class_token == class_token && back->cfg.pos == pos &&
+              qkv_image_window(&back->cfg.image) == (window ? window : 2));
         qkv_ctx_reset(ctx);
         qkv_ctx_set_grad_enabled(ctx, false);
         qkv_tensor *again = qkv_model_classify_image(
@@ -97,10 +100,15 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
 }
 
 TEST(image_model_matches_pytorch_cls_learned_pre_ln) {
-    vit_parity("ref_vit_cls_learned.safetensors", true, QKV_POS_LEARNED, true, QKV_ACT_GELU);
+    vit_parity("ref_vit_cls_learned.safetensors", true, QKV_POS_LEARNED, true, QKV_ACT_GELU, 0);
 }
 TEST(image_model_matches_pytorch_mean_sincos_post_ln) {
-    vit_parity("ref_vit_mean_sincos.safetensors", false, QKV_POS_SINCOS_2D, false, QKV_ACT_RELU);
+    vit_parity("ref_vit_mean_sincos.safetensors", false, QKV_POS_SINCOS_2D, false, QKV_ACT_RELU, 0);
+}
+/* 4 x 4 windows around the 2 x 2 patches: PyTorch's tokens are F.unfold's, and the fixture's
+ * generator checks its Linear against Conv2d(kernel 4, stride 2, padding 1) */
+TEST(image_model_matches_pytorch_overlapping_windows) {
+    vit_parity("ref_vit_window.safetensors", false, QKV_POS_SINCOS_2D, true, QKV_ACT_GELU, 4);
 }
 
 /* pixel (b, r, c, ch) = 1000 b + 100 r + 10 c + ch: every value names its place */
@@ -152,6 +160,56 @@ TEST(image_patches_of_a_known_image) {
                    "(B, height, width, channels)");
     qkv_tensor *ints = qkv_tensor_zeros(ctx, QKV_I32, 4, (int64_t[]){1, 4, 4, 1});
     TU_EXPECT_FAIL(ctx, qkv_image_patches(ctx, ints, 2), QKV_ERR_SHAPE, "image_patches", "pixels");
+    qkv_ctx_free(ctx);
+}
+
+TEST(image_windows_of_a_known_image) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = coded_image(ctx, 2, 4, 6, 2);
+    qkv_tensor *w = qkv_image_windows(ctx, x, 2, 4); /* (2, 6, 32): 4 x 4 windows, padding 1 */
+    CHECK_OK(qkv_ctx_status(ctx));
+    if (w) {
+        CHECK(w->ndim == 3 && w->shape[0] == 2 && w->shape[1] == 6 && w->shape[2] == 32);
+        /* image 1, patch (1, 2) = n 5: rows 1..4, columns 3..6; row 4 and column 6 are padding */
+        const double want[32] = {1130, 1131, 1140, 1141, 1150, 1151, 0, 0,    /* row 1 */
+                                 1230, 1231, 1240, 1241, 1250, 1251, 0, 0,    /* row 2 */
+                                 1330, 1331, 1340, 1341, 1350, 1351, 0, 0,    /* row 3 */
+                                 0,    0,    0,    0,    0,    0,    0, 0};   /* row 4 */
+        for (int k = 0; k < 32; k++)
+            CHECK_NEAR(((qkv_real *)w->data)[(6 + 5) * 32 + k], want[k], 0);
+        /* image 1, patch (0, 1) = n 1: rows -1..2, columns 1..4 */
+        const double want01[32] = {0,    0,    0,    0,    0,    0,    0,    0,
+                                   1010, 1011, 1020, 1021, 1030, 1031, 1040, 1041,
+                                   1110, 1111, 1120, 1121, 1130, 1131, 1140, 1141,
+                                   1210, 1211, 1220, 1221, 1230, 1231, 1240, 1241};
+        for (int k = 0; k < 32; k++)
+            CHECK_NEAR(((qkv_real *)w->data)[(6 + 1) * 32 + k], want01[k], 0);
+    }
+    /* a window of the patch size is the patches */
+    qkv_tensor *same = qkv_image_windows(ctx, x, 2, 2), *p = qkv_image_patches(ctx, x, 2);
+    CHECK(same && p && qkv_tensor_numel(same) == qkv_tensor_numel(p));
+    if (same && p) CHECK(memcmp(same->data, p->data, sizeof(qkv_real) * 96) == 0);
+    /* the gradient: each pixel receives once per window that reads it (dy = 1) */
+    qkv_tensor *g = coded_image(ctx, 1, 4, 4, 1);
+    qkv_tensor_requires_grad(g);
+    qkv_tensor *gw = qkv_image_windows(ctx, g, 2, 4); /* 2 x 2 windows over a 4 x 4 image */
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, gw)));
+    if (g->grad) { /* rows 0 and 3 are read by one window row, rows 1 and 2 by both */
+        const double reads[4] = {1, 2, 2, 1};
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 4; c++)
+                CHECK_NEAR(((qkv_real *)g->grad)[r * 4 + c], reads[r] * reads[c], 0);
+    }
+    CHECK_OK(qkv_ctx_status(ctx));
+    /* errors name the problem */
+    TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 3), QKV_ERR_SHAPE,
+                   "image_windows", "window 3 must be at least the patch size 2");
+    TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 1), QKV_ERR_SHAPE,
+                   "image_windows", "window 1");
+    TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 1 << 30),
+                   QKV_ERR_SHAPE, "image_windows", "window 1073741824");
+    TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 4, 6), QKV_ERR_SHAPE,
+                   "image_windows", "4 x 6 image is not divisible into 4 x 4");
     qkv_ctx_free(ctx);
 }
 
@@ -241,6 +299,22 @@ TEST(image_model_config_errors_and_json) {
     CHECK_OK(qkv_model_config_from_json(json, &back));
     CHECK(back.image.height == 8 && back.image.patch_size == 2 && back.image.class_token &&
           back.pos == QKV_POS_SINCOS_2D);
+    /* a window is written only when the tokens overlap, and read back */
+    qkv_model_config wc = c;
+    wc.image.window = 4;
+    CHECK_OK(qkv_model_config_check(&wc));
+    CHECK_OK(qkv_model_config_to_json(&wc, json, sizeof json));
+    CHECK(strstr(json, "\"patch_size\":2,\"window\":4,\"class_token\":true}"));
+    CHECK_OK(qkv_model_config_from_json(json, &back));
+    CHECK(back.image.window == 4 && qkv_image_window(&back.image) == 4);
+    wc.image.window = 2; /* = the patch: the plain model's JSON */
+    CHECK_OK(qkv_model_config_to_json(&wc, json, sizeof json));
+    CHECK(!strstr(json, "window"));
+    qkv_model *wm = NULL;
+    wc.image.window = 6;
+    CHECK_OK(qkv_model_new(&wc, 1, &wm));
+    CHECK(wm && wm->patch_w->shape[1] == 36); /* D = 6 x 6 x 1 */
+    qkv_model_free(wm);
     /* token models write no image key (their files are unchanged) */
     qkv_model_config tok = qkv_model_default_config(QKV_ARCH_ENCODER, 8, 2, 1);
     tok.src_vocab = tok.tgt_vocab = 5;
@@ -256,6 +330,13 @@ TEST(image_model_config_errors_and_json) {
     e.image.patch_size = 3;
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG,
               "image 8 x 8 is not divisible into 3 x 3 patches");
+    e = c;
+    e.image.window = 3;
+    CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 3 must be at least patch_size 2");
+    e.image.window = 1;
+    CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 1");
+    e.image.window = 20; /* 9 pixels of padding around an 8 x 8 image */
+    CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 20");
     e = c;
     e.image.width = 0;
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "width 0");
@@ -357,11 +438,16 @@ TEST(image_model_gradcheck_patch_path) {
     const struct {
         bool cls;
         qkv_abs_pos pos;
-    } cases[] = {{true, QKV_POS_LEARNED}, {false, QKV_POS_SINCOS_2D}};
-    for (int k = 0; k < 2; k++) {
+        int32_t window;
+        const char *name;
+    } cases[] = {{true, QKV_POS_LEARNED, 0, "image model, [CLS], learned positions"},
+                 {false, QKV_POS_SINCOS_2D, 0, "image model, mean, sin-cos"},
+                 {false, QKV_POS_SINCOS_2D, 4, "image model, 4 x 4 windows, mean, sin-cos"}};
+    for (int k = 0; k < 3; k++) {
         /* a 4 x 6 two-channel image in 2 x 2 patches */
         qkv_model_config c = qkv_model_image_config(4, 6, 2, 2, 3, 4, 2, 1);
         c.image.class_token = cases[k].cls;
+        c.image.window = cases[k].window;
         c.pos = cases[k].pos;
         c.dim_feedforward = 6;
         c.dropout = 0;
@@ -375,9 +461,7 @@ TEST(image_model_gradcheck_patch_path) {
         if (m->pos_embedding) in[n++] = m->pos_embedding;
         in[n++] = m->out_w; /* the head sees the pooled vector */
         pixels->flags |= QKV_REQUIRES_GRAD;
-        tu_gradcheck(cases[k].cls ? "image model, [CLS], learned positions"
-                                  : "image model, mean, sin-cos",
-                     image_fn, in, n, m, NULL);
+        tu_gradcheck(cases[k].name, image_fn, in, n, m, NULL);
         tu_free(pixels);
         qkv_model_free(m);
     }

@@ -209,6 +209,8 @@ TEST(cli_image_rejects_bad_input) {
     } config_cases[] = {
         {"image.height=0", "task = image needs image.height and image.width"},
         {"image.patch=3", "image 4 x 4 is not divisible into 3 x 3 patches"},
+        {"image.window=3", "image window 3 must be at least patch_size 2, exceed it by an even number"},
+        {"image.window=-4", "image.window"},
         {"image.pooling=max", "image.pooling = 'max' is not one of: cls, mean"},
         {"train.max_tokens=256",
          "train.max_tokens counts tokens; an image batch is train.batch images"},

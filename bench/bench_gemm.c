@@ -8,6 +8,9 @@
  * implementation, each sample repeating the call for about S/7 seconds (default S = 1). Prints the
  * median GFLOP/s = 2 M N K / t of qkv_gemm (what every op uses), raw cblas_sgemm, the portable
  * blocked fallback (qkv_gemm_blocked), and the ratio qkv / cblas. A benchmark, not a test.
+ * --decode: the shapes of a config-B decoding step instead (M = 1, 4, 16 rows, one per
+ * hypothesis, against each weight of a decoder layer and the output projection), where qkv_gemm
+ * takes the small-M kernel (src/kernels/gemm_small_m.c) on AVX2 / FMA CPUs.
  *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
@@ -101,15 +104,16 @@ static int ceiling(bool json) {
 int main(int argc, char **argv) {
     int threads = 0;
     double seconds = 1.0;
-    bool with_blocked = true, want_ceiling = false, json = false;
+    bool with_blocked = true, want_ceiling = false, json = false, decode = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
         else if (!strcmp(argv[i], "--ceiling")) want_ceiling = true;
         else if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--decode")) decode = true;
         else {
-            fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked]\n"
+            fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -120,21 +124,32 @@ int main(int argc, char **argv) {
 #endif
     qkv_set_num_threads(threads);
     if (want_ceiling) return ceiling(json);
-    const struct {
+    typedef struct {
         const char *name;
         int64_t m, n, k;
         bool tb;
-    } shapes[] = {
+    } shape;
+    static const shape decode_shapes[] = {
+        {"self in_proj M=1", 1, 1536, 512, true},  {"self in_proj M=4", 4, 1536, 512, true},
+        {"self in_proj M=16", 16, 1536, 512, true}, {"out_proj M=16", 16, 512, 512, true},
+        {"linear1 M=16", 16, 2048, 512, true},      {"linear2 M=16", 16, 512, 2048, true},
+        {"logits M=1", 1, 8000, 512, true},         {"logits M=16", 16, 8000, 512, true},
+        {"linear1 M=32 (BLAS)", 32, 2048, 512, true},
+    };
+    static const shape train_shapes[] = {
         {"square 512", 512, 512, 512, false},    {"square 1024", 1024, 1024, 1024, false},
         {"qkv proj (linear)", 2048, 1536, 512, true}, {"out proj (linear)", 2048, 512, 512, true},
         {"ffn up (linear)", 2048, 2048, 512, true},   {"ffn down (linear)", 2048, 512, 2048, true},
         {"logits (linear)", 2048, 8000, 512, true},   {"attn scores 64x64x64", 64, 64, 64, true},
     };
+    const shape *shapes = decode ? decode_shapes : train_shapes;
+    const size_t n_shapes = decode ? sizeof decode_shapes / sizeof *decode_shapes
+                                   : sizeof train_shapes / sizeof *train_shapes;
     printf("qkv %s, %d thread(s), %.1f s per shape per implementation\n", qkv_version(), qkv_get_num_threads(),
            seconds);
     printf("%-20s %-16s %10s %10s %10s %9s\n", "shape", "M x N x K", "qkv GF/s", "cblas GF/s", "blocked", "qkv/cblas");
     enum { SAMPLES = 7 };
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    for (size_t s = 0; s < n_shapes; s++) {
         const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
         qkv_real *a = malloc(sizeof(qkv_real) * (size_t)(m * k)), *b = malloc(sizeof(qkv_real) * (size_t)(k * n)),
                  *c = malloc(sizeof(qkv_real) * (size_t)(m * n));

@@ -199,6 +199,14 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
                                 qkv_tensor **bias);
 void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy);
 
+/* C = alpha A B^T + beta C, float, A (m, k) and B (n, k) row-major, for few rows m: B is read in
+ * place, not packed (src/kernels/gemm_small_m.c). Only where qkv__gemm_small_m_available()
+ * (x86-64 with AVX2 and FMA, float build); qkv_gemm uses it for m <= QKV_SMALL_M_ROWS. */
+#define QKV_SMALL_M_ROWS 16
+bool qkv__gemm_small_m_available(void);
+void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* Batches of matrices in a 2-level layout: matrix (i, j), i < n_outer, j < n_inner, starts at
  * p + i outer + j inner and has leading dimension ld. Head views (B, H, L, D) of a (B, L, C)
  * projection are such a batch: outer = L C, inner = D, ld = C. qkv__gemm_batched2 is

@@ -248,6 +248,18 @@ void qkv_gemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 #ifdef QKV_WITH_BLAS
+/* Whether a product goes to the small-M kernel instead of BLAS: a few rows against a weight
+ * stored (n, k) (a linear layer's x W^T), where BLAS would pack the whole weight for them. The
+ * choice depends on the shape alone, so a given product has the same bits on every call. */
+static bool use_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+#ifdef QKV_DOUBLE
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k;
+    return false;
+#else
+    return !trans_a && trans_b && m <= QKV_SMALL_M_ROWS && n * k >= 4096 && qkv__gemm_small_m_available();
+#endif
+}
+
 static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
                       const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
                       qkv_real *c, int64_t ldc) {
@@ -258,6 +270,19 @@ static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 #endif
+}
+
+/* One product on the calling thread's BLAS, or the small-M kernel where use_small_m says. */
+static void gemm_one(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
+                     const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
+                     qkv_real *c, int64_t ldc) {
+#ifndef QKV_DOUBLE
+    if (use_small_m(trans_a, trans_b, m, n, k)) {
+        qkv__gemm_small_m(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+#endif
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 #endif
 
@@ -285,7 +310,7 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     lda = lda < 1 ? 1 : lda;
     ldb = ldb < 1 ? 1 : ldb;
 #ifdef QKV_WITH_OPENMP
-    if (m * n * k > GEMM_SERIAL_WORK) {
+    if (m * n * k > GEMM_SERIAL_WORK && !use_small_m(trans_a, trans_b, m, n, k)) {
         /* Tile sizes from the shape alone: halve until there are enough tiles to share. */
         int64_t tr = TILE_ROWS, tc = TILE_COLS;
         while (((m + tr - 1) / tr) * ((n + tc - 1) / tc) < TILE_TARGET && (tr > TILE_MIN_ROWS || tc > TILE_MIN_COLS)) {
@@ -304,7 +329,7 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
         return;
     }
 #endif
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #else
     qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
@@ -323,7 +348,7 @@ void qkv__gemm_batched2(bool trans_a, bool trans_b, int64_t n_outer, int64_t n_i
 #pragma omp parallel for schedule(static) if (batch * m * n * k > GEMM_SERIAL_WORK)
         for (int64_t s = 0; s < batch; s++)
 #ifdef QKV_WITH_BLAS
-            blas_gemm(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld < 1 ? 1 : la.ld, AT(b, lb, s),
+            gemm_one(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld < 1 ? 1 : la.ld, AT(b, lb, s),
                       lb.ld < 1 ? 1 : lb.ld, beta, AT(c, lc, s), lc.ld);
 #else
             qkv_gemm_blocked(trans_a, trans_b, m, n, k, alpha, AT(a, la, s), la.ld, AT(b, lb, s), lb.ld, beta,

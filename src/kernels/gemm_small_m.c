@@ -1,0 +1,135 @@
+/*
+ * gemm_small_m.c: C = alpha A B^T + beta C for a few rows of A against a large row-major B, the
+ * product of every linear layer in a decoding step (A = the M <= 16 hypotheses' activations
+ * (M, K), B = a weight (N, K) as PyTorch stores it, C (M, N)).
+ *
+ * Why not BLAS: OpenBLAS packs both operands of every call into its panel layout. With M = 16
+ * rows the weight is packed (read, written, read again) to be used 16 times: in a config-B greedy
+ * decode `sgemm_incopy` took 28 % of the samples against 46 % for the kernel itself (BENCHMARKS.md,
+ * session 6). Here the weight is read once, in place:
+ *
+ *   for each block of NB = 3 rows of B (3 K floats, in L1 after the first use)
+ *     for each block of MB <= 4 rows of A
+ *       12 accumulators acc[m][n] (8 lanes each) += A[m, k .. k+8) * B[n, k .. k+8)   (FMA)
+ *       C[m, n] = alpha * hsum(acc[m][n]) + beta C[m, n]
+ *
+ * 7 loads (3 of B, 4 of A) feed 12 FMAs per 8 values of k. The k tail (K mod 8) is a masked
+ * load of the same lanes. Each C element is summed in the same order (lane l holds the k = l
+ * mod 8 terms, then a fixed pairwise reduction of the 8 lanes) whatever M, the blocking and the
+ * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
+ * Row blocks of B are spread over OpenMP threads.
+ *
+ * Used by qkv_gemm (gemm.c) in float builds on x86-64 CPUs with AVX2 and FMA, for !trans_a,
+ * trans_b, M <= QKV_SMALL_M_ROWS; elsewhere BLAS (or the portable blocked GEMM) runs as before.
+ */
+#include "../core/internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
+#include <immintrin.h>
+
+enum { NB = 3, MB = 4 };
+
+/* The sum of the 8 lanes, in a fixed order: (0+4, 1+5, 2+6, 3+7), then pairs, then the two. */
+__attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* One (mb x NB) block of C; b[0 .. NB) are rows of B (a repeated row stands in for a missing
+ * one at the end of B, its results discarded by the caller through nb). mb is a constant at
+ * each call site, so the loops unroll into straight register code. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
+    int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB],
+    const float *const next[NB], float beta, float *c, int64_t ldc, __m256i tail_mask) {
+    __m256 acc[MB][NB]; /* in registers: every loop over i and j below is unrolled */
+#pragma GCC unroll 4
+    for (int i = 0; i < mb; i++)
+#pragma GCC unroll 3
+        for (int j = 0; j < NB; j++) acc[i][j] = _mm256_setzero_ps();
+    const int64_t k8 = k & ~(int64_t)7;
+    for (int64_t p = 0; p < k8; p += 8) {
+        __m256 bv[NB];
+#pragma GCC unroll 3
+        for (int j = 0; j < NB; j++) {
+            bv[j] = _mm256_loadu_ps(b[j] + p);
+            _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0); /* the next block's rows */
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mb; i++) {
+            const __m256 av = _mm256_loadu_ps(a + i * lda + p);
+#pragma GCC unroll 3
+            for (int j = 0; j < NB; j++) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+    if (k8 < k) { /* the masked lanes read nothing and add 0 * 0 */
+        __m256 bv[NB];
+#pragma GCC unroll 3
+        for (int j = 0; j < NB; j++) bv[j] = _mm256_maskload_ps(b[j] + k8, tail_mask);
+#pragma GCC unroll 4
+        for (int i = 0; i < mb; i++) {
+            const __m256 av = _mm256_maskload_ps(a + i * lda + k8, tail_mask);
+#pragma GCC unroll 3
+            for (int j = 0; j < NB; j++) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mb; i++)
+#pragma GCC unroll 3
+        for (int j = 0; j < nb; j++) {
+            const float s = alpha * hsum8(acc[i][j]);
+            c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+        }
+}
+
+__attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t n,
+                                                            int64_t k, float alpha, const float *a, int64_t lda,
+                                                            const float *b, int64_t ldb, float beta, float *c,
+                                                            int64_t ldc) {
+    int32_t lanes[8];
+    for (int l = 0; l < 8; l++) lanes[l] = l < (k & 7) ? -1 : 0;
+    const __m256i tail_mask = _mm256_loadu_si256((const __m256i *)lanes);
+    for (int64_t j = j0; j < j1; j += NB) {
+        const int nb = n - j < NB ? (int)(n - j) : NB;
+        const float *rows[NB], *next[NB];
+        for (int t = 0; t < NB; t++) {
+            rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
+            next[t] = j + NB + t < j1 ? rows[t] + NB * ldb : rows[t];
+        }
+        int64_t i = 0;
+        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask);
+        switch (m - i) {
+        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
+        default: break;
+        }
+    }
+}
+
+bool qkv__gemm_small_m_available(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc) {
+    /* Chunks of B's rows from the shape alone (a multiple of NB), one chunk per iteration. */
+    enum { CHUNK = 48 * NB };
+    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (m * n * k > ((int64_t)1 << 18))
+#endif
+    for (int64_t t = 0; t < chunks; t++) {
+        const int64_t j0 = t * CHUNK, j1 = j0 + CHUNK < n ? j0 + CHUNK : n;
+        rows_of_b(m, j0, j1, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+}
+#else
+bool qkv__gemm_small_m_available(void) { return false; }
+
+void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+}
+#endif

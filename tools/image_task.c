@@ -248,8 +248,8 @@ static bool image_create(config *cfg, task **out) {
     qkv_model_config *m = &s->model;
     m->src_vocab = 0;
     m->scale_embeddings = false;
-    m->image = (qkv_image_config){(int32_t)h, (int32_t)w, (int32_t)ch, (int32_t)p,
-                                  (int32_t)(window ? window : p), pool == 0};
+    m->image = (qkv_image_config){(int32_t)h, (int32_t)w, (int32_t)ch, (int32_t)p, (int32_t)window,
+                                  pool == 0};
     t->shape = shape_of(m, t->shape.scale);
     t->batch = batch;
     qkv_model_config probe = *m; /* the classes are known after reading the data */
@@ -328,7 +328,7 @@ static qkv_status image_evaluate(task *base, const qkv_model *m, task_metrics *o
 static void image_describe(const task *base, FILE *f) {
     const image_task *t = (const image_task *)base;
     const qkv_model_config *m = &base->s.model;
-    const int p = m->image.patch_size, k = qkv_image_window(&m->image);
+    const int p = m->image.patch_size, k = qkv_image_config_window(&m->image);
     char window[48] = "";
     if (k != p) snprintf(window, sizeof window, " in %d x %d windows", k, k);
     fprintf(f,

@@ -73,7 +73,7 @@ typedef struct qkv_image_config {
     int32_t height, width, channels; /* H_img, W_img, Ch */
     int32_t patch_size;              /* P, dividing height and width; 1: every pixel is a token */
     int32_t window;                  /* K: each token reads the K x K window centred on its patch
-                                      * (zero padding; K - P even); 0 or P: the patch alone */
+                                      * (zero padding; P <= K <= 3 P, K - P even); 0: the patch */
     bool class_token;                /* prepend a learned [CLS] token and classify from it */
 } qkv_image_config;
 #define QKV_MODEL_MAX_FEATURES 16
@@ -189,12 +189,13 @@ QKV_API qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, q
 QKV_API qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size);
 /* Overlapping patch tokens: (B, N, K*K*Ch), token n = (r, c) holding pixels[b, r P + i - pad,
  * c P + j - pad, ch] (zero outside the image) at (i K + j) Ch + ch, i, j < K, pad = (K - P) / 2;
- * K >= P, K - P even. A linear layer over them is a Conv2d(kernel K, stride P, padding pad);
- * K = P gives qkv_image_patches's vectors. Differentiable (src/ops/image_windows.c). */
-/* The window K an image model's tokens read: image.window, or the patch size when it is 0. */
-QKV_API int32_t qkv_image_window(const qkv_image_config *im);
+ * P <= K <= 3 P with K - P even (a window reaches at most into the neighbouring patches), at
+ * most 2^24 values per token. A linear layer over them is a Conv2d(kernel K, stride P, padding
+ * pad); K = P gives qkv_image_patches's vectors. Differentiable (src/ops/image_windows.c). */
 QKV_API qkv_tensor *qkv_image_windows(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size,
                                       int64_t window);
+/* The window K an image model's tokens read: image.window, or the patch size when it is 0. */
+QKV_API int32_t qkv_image_config_window(const qkv_image_config *im);
 /* The same for a model with feature inputs: features I32 (B, S, n_features), feature k of
  * position s in [0, feature_vocab[k]) (padded positions: any valid id, e.g. 0). NULL features
  * for a model without them is qkv_model_classify. */

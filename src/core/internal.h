@@ -201,9 +201,12 @@ void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b
 
 /* C = alpha A B^T + beta C, float, A (m, k) and B (n, k) row-major, for few rows m: B is read in
  * place, not packed (src/kernels/gemm_small_m.c). Only where qkv__gemm_small_m_available()
- * (x86-64 with AVX2 and FMA, float build); qkv_gemm uses it for m <= QKV_SMALL_M_ROWS. */
+ * (x86-64 with AVX2 and FMA). qkv_gemm and qkv__gemm_batched2 use it for the products where
+ * qkv__gemm_uses_small_m is true: BLAS float builds, !trans_a && trans_b, m <= QKV_SMALL_M_ROWS,
+ * n k >= 4096. */
 #define QKV_SMALL_M_ROWS 16
 bool qkv__gemm_small_m_available(void);
+bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);
 

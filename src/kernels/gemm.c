@@ -248,17 +248,6 @@ void qkv_gemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 #ifdef QKV_WITH_BLAS
-/* Whether a product goes to the small-M kernel instead of BLAS: a few rows against a weight
- * stored (n, k) (a linear layer's x W^T), where BLAS would pack the whole weight for them. The
- * choice depends on the shape alone, so a given product has the same bits on every call. */
-static bool use_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
-#ifdef QKV_DOUBLE
-    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k;
-    return false;
-#else
-    return !trans_a && trans_b && m <= QKV_SMALL_M_ROWS && n * k >= 4096 && qkv__gemm_small_m_available();
-#endif
-}
 
 static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
                       const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
@@ -272,12 +261,13 @@ static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 #endif
 }
 
-/* One product on the calling thread's BLAS, or the small-M kernel where use_small_m says. */
+/* One product on the calling thread's BLAS, or the small-M kernel where qkv__gemm_uses_small_m
+ * says. */
 static void gemm_one(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
                      const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
                      qkv_real *c, int64_t ldc) {
 #ifndef QKV_DOUBLE
-    if (use_small_m(trans_a, trans_b, m, n, k)) {
+    if (qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) {
         qkv__gemm_small_m(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
@@ -285,6 +275,19 @@ static void gemm_one(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
     blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 #endif
+
+/* Whether qkv_gemm (and each product of qkv__gemm_batched2) goes to the small-M kernel instead
+ * of BLAS: a few rows against a matrix stored (n, k) (a linear layer's x W^T), where BLAS would
+ * pack all of it for them. The choice depends on the shape alone, so a given product has the
+ * same bits on every call. */
+bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+#if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
+    return !trans_a && trans_b && m <= QKV_SMALL_M_ROWS && n * k >= 4096 && qkv__gemm_small_m_available();
+#else
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k;
+    return false;
+#endif
+}
 
 /*
  * Determinism across thread counts. OpenBLAS splits a large GEMM across its threads (above
@@ -310,7 +313,7 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     lda = lda < 1 ? 1 : lda;
     ldb = ldb < 1 ? 1 : ldb;
 #ifdef QKV_WITH_OPENMP
-    if (m * n * k > GEMM_SERIAL_WORK && !use_small_m(trans_a, trans_b, m, n, k)) {
+    if (m * n * k > GEMM_SERIAL_WORK && !qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) {
         /* Tile sizes from the shape alone: halve until there are enough tiles to share. */
         int64_t tr = TILE_ROWS, tc = TILE_COLS;
         while (((m + tr - 1) / tr) * ((n + tc - 1) / tc) < TILE_TARGET && (tr > TILE_MIN_ROWS || tc > TILE_MIN_COLS)) {

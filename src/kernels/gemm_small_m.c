@@ -19,8 +19,11 @@
  * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
  * Row blocks of B are spread over OpenMP threads.
  *
- * Used by qkv_gemm (gemm.c) in float builds on x86-64 CPUs with AVX2 and FMA, for !trans_a,
- * trans_b, M <= QKV_SMALL_M_ROWS; elsewhere BLAS (or the portable blocked GEMM) runs as before.
+ * Used in BLAS builds (float) on x86-64 CPUs with AVX2 and FMA by qkv_gemm and by the batched
+ * products of qkv__gemm_batched2 (gemm.c), for !trans_a && trans_b with m <= QKV_SMALL_M_ROWS and
+ * n k >= 4096 (qkv__gemm_uses_small_m): a decoding step's linear layers, and attention scores
+ * Q K^T of at most 16 queries against L keys when L d_head >= 4096. Everything else, and builds
+ * without BLAS, run as before (BLAS or the portable blocked GEMM).
  */
 #include "../core/internal.h"
 
@@ -83,15 +86,16 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
         }
 }
 
-__attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t n,
-                                                            int64_t k, float alpha, const float *a, int64_t lda,
+/* Rows j0 .. j1 of B (columns of C), all rows of A. */
+__attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t k,
+                                                            float alpha, const float *a, int64_t lda,
                                                             const float *b, int64_t ldb, float beta, float *c,
                                                             int64_t ldc) {
     int32_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = l < (k & 7) ? -1 : 0;
     const __m256i tail_mask = _mm256_loadu_si256((const __m256i *)lanes);
     for (int64_t j = j0; j < j1; j += NB) {
-        const int nb = n - j < NB ? (int)(n - j) : NB;
+        const int nb = j1 - j < NB ? (int)(j1 - j) : NB; /* never past this chunk's columns */
         const float *rows[NB], *next[NB];
         for (int t = 0; t < NB; t++) {
             rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
@@ -114,7 +118,13 @@ bool qkv__gemm_small_m_available(void) {
 
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc) {
-    /* Chunks of B's rows from the shape alone (a multiple of NB), one chunk per iteration. */
+    if (m <= 0 || n <= 0) return;
+    if (alpha == 0) { /* BLAS semantics: A and B are not read (no NaN from them), C = beta C */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+        return;
+    }
+    /* Chunks of B's rows from the shape alone, one chunk per iteration. */
     enum { CHUNK = 48 * NB };
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;
 #ifdef QKV_WITH_OPENMP
@@ -122,7 +132,7 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
 #endif
     for (int64_t t = 0; t < chunks; t++) {
         const int64_t j0 = t * CHUNK, j1 = j0 + CHUNK < n ? j0 + CHUNK : n;
-        rows_of_b(m, j0, j1, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
 }
 #else

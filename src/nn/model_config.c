@@ -59,7 +59,7 @@ qkv_model_config qkv_model_image_config(int32_t height, int32_t width, int32_t c
     c.scale_embeddings = false;
     c.norm_first = true;
     c.activation = QKV_ACT_GELU;
-    c.image = (qkv_image_config){height, width, channels, patch_size, patch_size, true};
+    c.image = (qkv_image_config){height, width, channels, patch_size, 0, true};
     if (patch_size > 0 && height > 0 && width > 0) { /* max_len: exactly the tokens of an image */
         const int64_t n = 1 + (int64_t)(height / patch_size) * (width / patch_size);
         if (n <= 1 << 20) c.max_len = (int32_t)n;
@@ -67,7 +67,7 @@ qkv_model_config qkv_model_image_config(int32_t height, int32_t width, int32_t c
     return c;
 }
 
-int32_t qkv_image_window(const qkv_image_config *im) {
+int32_t qkv_image_config_window(const qkv_image_config *im) {
     return im->window ? im->window : im->patch_size;
 }
 
@@ -83,13 +83,15 @@ static qkv_status check_image(const qkv_model_config *c) {
     if (i->height % i->patch_size || i->width % i->patch_size)
         return BAD("image %d x %d is not divisible into %d x %d patches (patch_size)", i->height, i->width,
                    i->patch_size, i->patch_size);
-    const int32_t K = qkv_image_window(i), P = i->patch_size;
-    if (K < P || (K - P) % 2 || K - P > 2 * (i->height < i->width ? i->height : i->width))
+    const int32_t K = qkv_image_config_window(i), P = i->patch_size;
+    if (K < P || (K - P) % 2 || K > 3 * P)
         return BAD("image window %d must be at least patch_size %d, exceed it by an even number (a window centred on "
-                   "its patch) and by at most twice the image's smaller side",
+                   "its patch) and by at most twice it (3 x patch_size)",
                    K, P);
-    const int64_t patch_dim = (int64_t)K * K * i->channels;
-    if (patch_dim > 1 << 24) return BAD("image patches of %lld values are too large (at most 2^24)", (long long)patch_dim);
+    const int64_t token_dim = (int64_t)K * K * i->channels;
+    if (token_dim > 1 << 24)
+        return BAD("image tokens of %lld values (%s %d x %d x %d) are too large (at most 2^24)", (long long)token_dim,
+                   K == P ? "patches" : "windows", K, K, i->channels);
     const int64_t n = (int64_t)(i->height / i->patch_size) * (i->width / i->patch_size) + i->class_token;
     if (n > c->max_len)
         return BAD("max_len %d is smaller than the %lld tokens of an image (%lld patches%s)", c->max_len, (long long)n,
@@ -124,6 +126,7 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     if (!(c->dropout >= 0 && c->dropout < 1)) return BAD("dropout %g is not in [0, 1)", c->dropout);
     if (!(c->layer_norm_eps > 0)) return BAD("layer_norm_eps %g must be positive", c->layer_norm_eps);
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
+    if (!image && c->image.window) return BAD("image.window %d is set on a model that reads tokens, not images", c->image.window);
     if (image) {
         qkv_status st = check_image(c);
         if (st) return st;
@@ -215,7 +218,7 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
     if (qkv_model_is_image(c)) { /* "window" only when the tokens overlap: plain patch models keep their JSON */
         put(&w, ",\"image\":{\"height\":%d,\"width\":%d,\"channels\":%d,\"patch_size\":%d,", c->image.height,
             c->image.width, c->image.channels, c->image.patch_size);
-        if (qkv_image_window(&c->image) != c->image.patch_size) put(&w, "\"window\":%d,", c->image.window);
+        if (qkv_image_config_window(&c->image) != c->image.patch_size) put(&w, "\"window\":%d,", c->image.window);
         put(&w, "\"class_token\":%s}", c->image.class_token ? "true" : "false");
     }
     if (c->nat) put(&w, ",\"nat\":true,\"mask_id\":%d", c->mask_id); /* absent: autoregressive */

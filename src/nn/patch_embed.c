@@ -60,7 +60,7 @@ qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_si
 qkv_status qkv__image_register(qkv_model *m) {
     const qkv_model_config *c = &m->cfg;
     const qkv_image_config *im = &c->image;
-    const int64_t C = c->d_model, P = im->patch_size, K = qkv_image_window(im);
+    const int64_t C = c->d_model, P = im->patch_size, K = qkv_image_config_window(im);
     const int64_t D = K * K * im->channels;
     const int64_t L = (im->height / P) * (im->width / P) + im->class_token;
     qkv_status st =
@@ -98,7 +98,7 @@ qkv_tensor *qkv__image_embed(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixel
                         im->channels);
     const int64_t B = pixels->shape[0], C = c->d_model, P = im->patch_size;
     const int64_t Hp = im->height / P, Wp = im->width / P, L = Hp * Wp + im->class_token;
-    const int64_t K = qkv_image_window(im);
+    const int64_t K = qkv_image_config_window(im);
     qkv_tensor *tokens = K == P ? qkv_image_patches(ctx, pixels, P) : qkv_image_windows(ctx, pixels, P, K);
     qkv_tensor *x = qkv_linear(ctx, tokens, m->patch_w, m->patch_b); /* (B, N, C) */
     if (c->pos == QKV_POS_SINCOS_2D) x = qkv_add(ctx, x, qkv_sincos_2d_pe(ctx, Hp, Wp, C));

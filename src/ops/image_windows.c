@@ -2,7 +2,8 @@
  * image_windows.c: overlapping patch tokens (im2col) for the image front-end (docs/images.md).
  *
  * Each token of a P x P patch grid reads the K x K window centred on its patch, with zeros
- * outside the image (K >= P, K - P even, pad = (K - P) / 2):
+ * outside the image (P <= K <= 3 P, K - P even, pad = (K - P) / 2: a window reaches at most
+ * into the neighbouring patches):
  *
  *   pixels x (B, H, W, Ch), Hp = H / P, Wp = W / P, N = Hp Wp, D = K K Ch
  *   y[b, r Wp + c, (i K + j) Ch + ch] = x[b, r P + i - pad, c P + j - pad, ch]   (0 outside)
@@ -76,11 +77,10 @@ qkv_tensor *qkv_image_windows(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_si
                         "image_windows: a %lld x %lld image is not divisible into %lld x %lld "
                         "patches",
                         (long long)H, (long long)W, (long long)P, (long long)P);
-    if (K < P || (K - P) % 2 || K > P + 2 * (H < W ? H : W))
+    if (K < P || (K - P) % 2 || K > 3 * P)
         return QKV_FAIL(ctx, QKV_ERR_SHAPE,
                         "image_windows: window %lld must be at least the patch size %lld, exceed "
-                        "it by an even number and reach no farther than the image's size beyond "
-                        "the patch",
+                        "it by an even number and by at most twice it (3 x the patch size)",
                         (long long)K, (long long)P);
     const int64_t D = K * K * pixels->shape[3];
     if (D > (int64_t)1 << 24)

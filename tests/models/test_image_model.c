@@ -82,7 +82,7 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
         CHECK(back->cfg.image.height == 4 && back->cfg.image.width == 6 &&
               back->cfg.image.channels == 2 && back->cfg.image.patch_size == 2 &&
               back->cfg.image.class_token == class_token && back->cfg.pos == pos &&
-              qkv_image_window(&back->cfg.image) == (window ? window : 2));
+              qkv_image_config_window(&back->cfg.image) == (window ? window : 2));
         qkv_ctx_reset(ctx);
         qkv_ctx_set_grad_enabled(ctx, false);
         qkv_tensor *again = qkv_model_classify_image(
@@ -185,6 +185,14 @@ TEST(image_windows_of_a_known_image) {
         for (int k = 0; k < 32; k++)
             CHECK_NEAR(((qkv_real *)w->data)[(6 + 1) * 32 + k], want01[k], 0);
     }
+    /* P = 1, K = 3: the 3 x 3 neighbourhood of every pixel (a 3 x 3 convolution's input) */
+    qkv_tensor *small = coded_image(ctx, 1, 2, 3, 1);
+    qkv_tensor *w3 = qkv_image_windows(ctx, small, 1, 3);
+    CHECK(w3 && w3->shape[1] == 6 && w3->shape[2] == 9);
+    if (w3) { /* pixel (1, 2), the bottom-right corner */
+        const double want12[9] = {1, 2, 0, 11, 12, 0, 0, 0, 0};
+        for (int k = 0; k < 9; k++) CHECK_NEAR(((qkv_real *)w3->data)[5 * 9 + k], want12[k] * 10, 0);
+    }
     /* a window of the patch size is the patches */
     qkv_tensor *same = qkv_image_windows(ctx, x, 2, 2), *p = qkv_image_patches(ctx, x, 2);
     CHECK(same && p && qkv_tensor_numel(same) == qkv_tensor_numel(p));
@@ -206,6 +214,8 @@ TEST(image_windows_of_a_known_image) {
                    "image_windows", "window 3 must be at least the patch size 2");
     TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 1), QKV_ERR_SHAPE,
                    "image_windows", "window 1");
+    TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 8), QKV_ERR_SHAPE,
+                   "image_windows", "window 8 must be");
     TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 2, 1 << 30),
                    QKV_ERR_SHAPE, "image_windows", "window 1073741824");
     TU_EXPECT_FAIL(ctx, qkv_image_windows(ctx, coded_image(ctx, 1, 4, 6, 1), 4, 6), QKV_ERR_SHAPE,
@@ -306,7 +316,7 @@ TEST(image_model_config_errors_and_json) {
     CHECK_OK(qkv_model_config_to_json(&wc, json, sizeof json));
     CHECK(strstr(json, "\"patch_size\":2,\"window\":4,\"class_token\":true}"));
     CHECK_OK(qkv_model_config_from_json(json, &back));
-    CHECK(back.image.window == 4 && qkv_image_window(&back.image) == 4);
+    CHECK(back.image.window == 4 && qkv_image_config_window(&back.image) == 4);
     wc.image.window = 2; /* = the patch: the plain model's JSON */
     CHECK_OK(qkv_model_config_to_json(&wc, json, sizeof json));
     CHECK(!strstr(json, "window"));
@@ -335,8 +345,10 @@ TEST(image_model_config_errors_and_json) {
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 3 must be at least patch_size 2");
     e.image.window = 1;
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 1");
-    e.image.window = 20; /* 9 pixels of padding around an 8 x 8 image */
-    CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 20");
+    e.image.window = 8; /* 3 pixels of padding: past the neighbouring patches */
+    CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "window 8");
+    e.image.window = 6;
+    CHECK_OK(qkv_model_config_check(&e));
     e = c;
     e.image.width = 0;
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "width 0");
@@ -365,6 +377,9 @@ TEST(image_model_config_errors_and_json) {
     e.arch = QKV_ARCH_DECODER;
     e.n_encoder_layers = 2;
     CHECK_ERR(qkv_model_config_check(&e), QKV_ERR_INVALID_ARG, "encoder-only");
+    tok.image.window = 4;
+    CHECK_ERR(qkv_model_config_check(&tok), QKV_ERR_INVALID_ARG, "image.window 4 is set on a model that reads tokens");
+    tok.image.window = 0;
     tok.pos = QKV_POS_SINCOS_2D;
     CHECK_ERR(qkv_model_config_check(&tok), QKV_ERR_INVALID_ARG, "sincos_2d is for image models");
     qkv_model *m = NULL;

@@ -5,16 +5,20 @@
  * - Exactness: with small integer operands every product and partial sum is exact, so whatever
  *   the lane order the result must equal the naive reference bit for bit; row blocks of 1 to 4,
  *   column tails of 1 and 2 (NB = 3), k tails of 1 to 7 (the masked loads), leading dimensions
- *   larger than the rows and a sentinel in C's padding catch any indexing slip.
+ *   larger than the rows filled with NaN (and NaN after the last row: a read outside [0, k) would
+ *   show) and a sentinel in C's padding catch any indexing slip.
  * - BLAS semantics: beta = 0 ignores NaN in C.
  * - Rounding: on random floats within a k-proportional bound of the double reference; each row
  *   of C has the same bits whatever the other rows (an M = 16 product against 16 one-row
  *   products: batched decoding gives a hypothesis the bits it gets alone) and whatever the
  *   thread count.
- * - qkv_gemm routes x W^T with m <= QKV_SMALL_M_ROWS to it (same bits), larger m to BLAS.
+ * - The routing rule (qkv__gemm_uses_small_m) on its boundaries; qkv_gemm and the batched
+ *   products take it (same bits), larger m goes to BLAS.
  * Skipped where the kernel does not run (double build, no AVX2 / FMA, not x86-64).
  */
 #include "testutil.h"
+
+#include <float.h>
 
 #include "../../src/core/internal.h"
 
@@ -33,13 +37,23 @@ static void fill_small_ints(qkv_real *x, int64_t n, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) x[i] = (qkv_real)lround((double)x[i]);
 }
 
+/* NaN in columns k .. ld of each of the rows and in GUARD values after the last one: a read
+ * outside [0, k) would turn C's element into NaN. */
+enum { GUARD = 16 };
+static float *operand(int64_t rows, int64_t k, int64_t ld, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)(rows * ld + GUARD));
+    fill_small_ints(x, rows * ld, seed);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = k; j < ld; j++) x[r * ld + j] = NAN;
+    for (int g = 0; g < GUARD; g++) x[rows * ld + g] = NAN;
+    return x;
+}
+
 /* A (m, k) and B (n, k) with `pad` extra columns, C (m, n) with pad columns holding a sentinel. */
 static void exact_case(int64_t m, int64_t n, int64_t k, float alpha, float beta, int64_t pad) {
     const int64_t lda = k + pad, ldb = k + pad, ldc = n + pad;
-    float *a = malloc(sizeof(float) * (size_t)(m * lda)), *b = malloc(sizeof(float) * (size_t)(n * ldb));
+    float *a = operand(m, k, lda, 21), *b = operand(n, k, ldb, 22);
     float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *c1 = malloc(sizeof(float) * (size_t)(m * ldc));
-    fill_small_ints(a, m * lda, 21);
-    fill_small_ints(b, n * ldb, 22);
     fill_small_ints(c0, m * ldc, 23);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = n; j < ldc; j++) c0[i * ldc + j] = 1000;
@@ -79,6 +93,12 @@ TEST(gemm_small_m_beta_zero_ignores_nan) {
     for (int i = 0; i < M * N; i++) c[i] = NAN;
     qkv__gemm_small_m(M, N, K, 1, a, K, b, K, 0, c, N);
     for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == c[i], "C[%d] is NaN after beta = 0", i);
+    /* alpha = 0: A and B are not read (BLAS): NaN there leaves C = beta C */
+    a[4] = NAN;
+    b[7] = INFINITY;
+    for (int i = 0; i < M * N; i++) c[i] = (float)i;
+    qkv__gemm_small_m(M, N, K, 0, a, K, b, K, 0.5f, c, N);
+    for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == 0.5f * (float)i, "C[%d] = %g after alpha = 0", i, (double)c[i]);
 #endif
 }
 
@@ -109,7 +129,8 @@ TEST(gemm_small_m_rows_independent_of_batch_and_threads) {
                 s += (double)a[i * k + p] * b[j * k + p];
                 mag += fabs((double)a[i * k + p] * b[j * k + p]);
             }
-            const double e = fabs(c1[i * n + j] - s) / (mag * 1e-7 * 64); /* k / 8 lanes + 8 */
+            /* a lane sums k / 8 terms (FMA), then 3 levels of pairwise sums, then the sign flip */
+            const double e = fabs(c1[i * n + j] - s) / (mag * (double)(k / 8 + 8) * FLT_EPSILON / 2);
             worst = e > worst ? e : worst;
         }
     CHECK_MSG(worst <= 1, "small-M: error %g of the bound", worst);
@@ -121,6 +142,19 @@ TEST(gemm_routes_few_rows_to_the_small_m_kernel) {
     NEED_KERNEL();
     if (strstr(qkv_version(), "blas=off")) SKIP("without BLAS qkv_gemm is the blocked GEMM");
 #ifndef QKV_DOUBLE
+    /* the rule: x W^T (no transposed A, transposed B), at most 16 rows, n k >= 4096 */
+    const struct {
+        bool ta, tb;
+        int64_t m, n, k;
+        bool small;
+    } rule[] = {{false, true, 1, 64, 64, true},    {false, true, 16, 512, 512, true},
+                {false, true, 17, 512, 512, false}, {false, true, 16, 4095, 1, false},
+                {false, true, 16, 4096, 1, true},   {false, false, 4, 512, 512, false},
+                {true, true, 4, 512, 512, false},   {true, false, 4, 512, 512, false}};
+    for (size_t i = 0; i < sizeof rule / sizeof *rule; i++)
+        CHECK_MSG(qkv__gemm_uses_small_m(rule[i].ta, rule[i].tb, rule[i].m, rule[i].n, rule[i].k) == rule[i].small,
+                  "rule %zu: %c%c %lldx%lldx%lld", i, rule[i].ta ? 'T' : 'N', rule[i].tb ? 'T' : 'N',
+                  (long long)rule[i].m, (long long)rule[i].n, (long long)rule[i].k);
     const int64_t n = 300, k = 200;
     float *a = malloc(sizeof(float) * 32 * k), *b = malloc(sizeof(float) * n * k);
     float *c1 = malloc(sizeof(float) * 32 * n), *c2 = malloc(sizeof(float) * 32 * n);
@@ -130,6 +164,12 @@ TEST(gemm_routes_few_rows_to_the_small_m_kernel) {
     qkv__gemm_small_m(QKV_SMALL_M_ROWS, n, k, 1, a, k, b, k, 0, c2, n);
     CHECK_MSG(memcmp(c1, c2, sizeof(float) * QKV_SMALL_M_ROWS * n) == 0,
               "qkv_gemm with %d rows is not the small-M kernel", QKV_SMALL_M_ROWS);
+    /* the batched products take the same path: each matrix has qkv_gemm's bits */
+    const int64_t half = n / 2; /* two products of 4 rows against 150 rows of B each */
+    qkv_gemm_batched(false, true, 2, 4, half, k, 1, a, k, 4 * k, b, k, half * k, 0, c1, half, 4 * half);
+    for (int s = 0; s < 2; s++)
+        qkv_gemm(false, true, 4, half, k, 1, a + s * 4 * k, k, b + s * half * k, k, 0, c2 + s * 4 * half, half);
+    CHECK_MSG(memcmp(c1, c2, sizeof(float) * 8 * half) == 0, "a batched product differs from qkv_gemm's");
     /* with more rows, BLAS: within rounding of the kernel, not necessarily the same bits */
     qkv_gemm(false, true, 32, n, k, 1, a, k, b, k, 0, c1, n);
     qkv__gemm_small_m(32, n, k, 1, a, k, b, k, 0, c2, n);

@@ -199,6 +199,11 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
                                 qkv_tensor **bias);
 void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy);
 
+/* The argument checks of the image tokenisers (qkv_image_patches, qkv_image_windows): pixels a
+ * non-empty real (B, H, W, Ch) tensor, H and W multiples of patch_size >= 1; false with the
+ * context's error set (messages start with op). src/ops/image_windows.c. */
+bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixels, int64_t patch_size);
+
 /* C = alpha A B^T + beta C, float, A (m, k) and B (n, k) row-major, for few rows m: B is read in
  * place, not packed (src/kernels/gemm_small_m.c). Only where qkv__gemm_small_m_available()
  * (x86-64 with AVX2 and FMA). qkv_gemm and qkv__gemm_batched2 use it for the products where

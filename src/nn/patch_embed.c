@@ -34,20 +34,9 @@
 
 qkv_tensor *qkv_image_patches(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size) {
     if (!QKV_OP_BEGIN(ctx, "image_patches", pixels)) return NULL;
-    if (!qkv__check_real(ctx, "image_patches", pixels, "pixels")) return NULL;
-    char buf[96];
-    if (pixels->ndim != 4 || qkv_tensor_numel(pixels) == 0)
-        return QKV_FAIL(ctx, QKV_ERR_SHAPE,
-                        "image_patches: pixels %s are not a (B, height, width, channels) batch of "
-                        "images",
-                        qkv_tensor_shape_str(pixels, buf, sizeof buf));
+    if (!qkv__check_patch_grid(ctx, "image_patches", pixels, patch_size)) return NULL;
     const int64_t B = pixels->shape[0], H = pixels->shape[1], W = pixels->shape[2];
     const int64_t Ch = pixels->shape[3], P = patch_size;
-    if (P < 1 || H % P || W % P)
-        return QKV_FAIL(ctx, QKV_ERR_SHAPE,
-                        "image_patches: a %lld x %lld image is not divisible into %lld x %lld "
-                        "patches",
-                        (long long)H, (long long)W, (long long)P, (long long)P);
     /* (B, H, W, Ch) = (B Hp, P, Wp, P Ch) -> (B Hp, Wp, P, P Ch) = (B, N, D) */
     qkv_tensor *rows =
         qkv_reshape(ctx, qkv__contig(ctx, pixels), 4, (int64_t[]){B * (H / P), P, W / P, P * Ch});

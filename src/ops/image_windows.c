@@ -62,21 +62,27 @@ static void image_windows_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
 
 static const qkv_op_desc image_windows_op = {"image_windows", image_windows_backward};
 
+bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixels, int64_t patch_size) {
+    if (!qkv__check_real(ctx, op, pixels, "pixels")) return false;
+    char buf[96];
+    if (pixels->ndim != 4 || qkv_tensor_numel(pixels) == 0) {
+        QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: pixels %s are not a (B, height, width, channels) batch of images", op,
+                 qkv_tensor_shape_str(pixels, buf, sizeof buf));
+        return false;
+    }
+    const int64_t H = pixels->shape[1], W = pixels->shape[2], P = patch_size;
+    if (P < 1 || H % P || W % P) {
+        QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: a %lld x %lld image is not divisible into %lld x %lld patches", op,
+                 (long long)H, (long long)W, (long long)P, (long long)P);
+        return false;
+    }
+    return true;
+}
+
 qkv_tensor *qkv_image_windows(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_size, int64_t window) {
     if (!QKV_OP_BEGIN(ctx, "image_windows", pixels)) return NULL;
-    if (!qkv__check_real(ctx, "image_windows", pixels, "pixels")) return NULL;
-    char buf[96];
-    if (pixels->ndim != 4 || qkv_tensor_numel(pixels) == 0)
-        return QKV_FAIL(ctx, QKV_ERR_SHAPE,
-                        "image_windows: pixels %s are not a (B, height, width, channels) batch of "
-                        "images",
-                        qkv_tensor_shape_str(pixels, buf, sizeof buf));
-    const int64_t H = pixels->shape[1], W = pixels->shape[2], P = patch_size, K = window;
-    if (P < 1 || H % P || W % P)
-        return QKV_FAIL(ctx, QKV_ERR_SHAPE,
-                        "image_windows: a %lld x %lld image is not divisible into %lld x %lld "
-                        "patches",
-                        (long long)H, (long long)W, (long long)P, (long long)P);
+    if (!qkv__check_patch_grid(ctx, "image_windows", pixels, patch_size)) return NULL;
+    const int64_t P = patch_size, K = window;
     if (K < P || (K - P) % 2 || K > 3 * P)
         return QKV_FAIL(ctx, QKV_ERR_SHAPE,
                         "image_windows: window %lld must be at least the patch size %lld, exceed "

@@ -7,7 +7,8 @@
  */
 #include "../core/internal.h"
 
-/* Visit the elements of a (<= 4-D) strided tensor in row-major order: offsets[n] into data. */
+/* A (<= 4-D) strided tensor as rows: shape and strides padded to 4 dims in front; a row is the
+ * last dim, rows are numbered in row-major order over the first three. */
 static void strided_offsets_4d(const qkv_tensor *t, int64_t sh[4], int64_t st[4]) {
     int pad = 4 - t->ndim;
     for (int d = 0; d < 4; d++) {
@@ -16,18 +17,46 @@ static void strided_offsets_4d(const qkv_tensor *t, int64_t sh[4], int64_t st[4]
     }
 }
 
+/* Offset (in elements) of the first element of row r. */
+static inline int64_t row_offset(const int64_t sh[4], const int64_t st[4], int64_t r) {
+    const int64_t i2 = r % sh[2], i01 = r / sh[2];
+    return (i01 / sh[1]) * st[0] + (i01 % sh[1]) * st[1] + i2 * st[2];
+}
+
+/* Copies of more elements than this run over the threads (a copy is bound by memory bandwidth:
+ * below ~64 K elements the threads' start costs more than the second core brings). */
+enum { COPY_PARALLEL_MIN = 1 << 16 };
+
+/* The views qkv makes (permute, narrow, reshape) never map two elements to one: no stride is 0
+ * where the dim has more than one element. The parallel scatter of the backward relies on it. */
+static bool no_zero_stride(const int64_t sh[4], const int64_t st[4]) {
+    for (int d = 0; d < 4; d++)
+        if (sh[d] > 1 && st[d] == 0) return false;
+    return true;
+}
+
 static void contiguous_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0];
     qkv_real *dx = qkv__grad(ctx, x);
     if (!dx) return;
     const qkv_real *dy = (const qkv_real *)e->out->grad;
-    int64_t sh[4], st[4], n = 0;
+    int64_t sh[4], st[4];
     strided_offsets_4d(x, sh, st);
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++)
-                for (int64_t i3 = 0; i3 < sh[3]; i3++)
-                    dx[i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3]] += dy[n++];
+    const int64_t rows = sh[0] * sh[1] * sh[2], L = sh[3], s3 = st[3];
+    /* each element of dx receives one element of dy (the view is one-to-one), so rows in parallel
+     * add exactly what the serial loop adds */
+#pragma omp parallel for schedule(static) if (rows * L > COPY_PARALLEL_MIN && no_zero_stride(sh, st))
+    for (int64_t r = 0; r < rows; r++) {
+        qkv_real *d = dx + row_offset(sh, st, r);
+        const qkv_real *g = dy + r * L;
+        if (s3 == 1) {
+            for (int64_t i = 0; i < L; i++)
+                d[i] += g[i];
+        } else {
+            for (int64_t i = 0; i < L; i++)
+                d[i * s3] += g[i];
+        }
+    }
 }
 
 static const qkv_op_desc contiguous_op = {"contiguous", contiguous_backward};
@@ -37,16 +66,26 @@ qkv_tensor *qkv_contiguous(qkv_ctx *ctx, qkv_tensor *x) {
     if (qkv_tensor_is_contiguous(x)) return x;
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
-    int64_t sh[4], st[4], n = 0;
+    int64_t sh[4], st[4];
     strided_offsets_4d(x, sh, st);
+    const int64_t rows = sh[0] * sh[1] * sh[2], L = sh[3], s3 = st[3];
     const size_t es = qkv_dtype_size(x->dtype);
     const unsigned char *src = x->data;
     unsigned char *dst = y->data;
-    for (int64_t i0 = 0; i0 < sh[0]; i0++)
-        for (int64_t i1 = 0; i1 < sh[1]; i1++)
-            for (int64_t i2 = 0; i2 < sh[2]; i2++)
-                for (int64_t i3 = 0; i3 < sh[3]; i3++, n++)
-                    memcpy(dst + (size_t)n * es, src + (size_t)(i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3]) * es, es);
+#pragma omp parallel for schedule(static) if (rows * L > COPY_PARALLEL_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const unsigned char *s = src + (size_t)row_offset(sh, st, r) * es;
+        unsigned char *d = dst + (size_t)(r * L) * es;
+        if (s3 == 1) {
+            memcpy(d, s, (size_t)L * es);
+        } else if (es == 4) { /* constant sizes: the compiler inlines the copies */
+            for (int64_t i = 0; i < L; i++)
+                memcpy(d + (size_t)i * 4, s + (size_t)(i * s3) * 4, 4);
+        } else {
+            for (int64_t i = 0; i < L; i++)
+                memcpy(d + (size_t)i * 8, s + (size_t)(i * s3) * 8, 8);
+        }
+    }
     qkv__record(ctx, &contiguous_op, y, 1, &x);
     return y;
 }

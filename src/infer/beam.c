@@ -84,12 +84,14 @@ qkv_status dec_beam(const dec_job *j) {
     double *cum = calloc(N, sizeof *cum), *next_cum = calloc(N, sizeof *next_cum);
     int32_t *parents = malloc(sizeof(int32_t) * N), *tokens = malloc(sizeof(int32_t) * N);
     candidate *cand = malloc(sizeof(candidate) * (size_t)cap);
-    double *logp = malloc(sizeof(double) * (size_t)V);
-    if (!sent || !fin || !cum || !next_cum || !parents || !tokens || !cand || !logp)
+    dec_logp_window win = {0};
+    if (!sent || !fin || !cum || !next_cum || !parents || !tokens || !cand)
         st = QKV_ERROR(QKV_ERR_OOM, "beam search: out of memory for %d x %d rows", B, K);
+    if (!st) st = dec_logp_window_init(&win, V, K);
     for (int32_t b = 0; !st && b < B; b++)
         sent[b] = (sentence){b, 1, 0, false};
     const qkv_real *logits = first; /* (rows, V) */
+    int32_t rows = B;                /* rows of logits */
     while (!st) {
         const int32_t t = qkv_session_length(s);
         int32_t n_new = 0;
@@ -108,9 +110,10 @@ qkv_status dec_beam(const dec_job *j) {
             }
             const bool last = t - j->prompt_len[b] + 1 == j->p.max_len;
             int32_t nc = 0;
+            const double *beam_logp = dec_logp_rows(&win, j, logits, rows, se->off, se->cnt);
             for (int32_t k = 0; k < se->cnt; k++) {
                 const int32_t r = se->off + k;
-                dec_log_softmax(logits + (size_t)r * V, V, j->pad_id, logp);
+                const double *logp = beam_logp + (size_t)k * (size_t)V;
                 for (int32_t v = 0; v < V; v++) {
                     const double sc = cum[r] + logp[v];
                     if (sc > -INFINITY)
@@ -147,6 +150,8 @@ qkv_status dec_beam(const dec_job *j) {
         qkv_tensor *out = NULL;
         if (!st) st = qkv_session_step(s, tokens, 1, &out); /* (n_new, 1, V) */
         if (!st) logits = qkv__data(out);
+        rows = n_new;
+        dec_logp_window_clear(&win);
     }
     if (!st) finalize(j, fin, sent, cap);
     if (fin)
@@ -159,7 +164,7 @@ qkv_status dec_beam(const dec_job *j) {
     free(parents);
     free(tokens);
     free(cand);
-    free(logp);
+    dec_logp_window_free(&win);
     free(first);
     qkv_session_free(s);
     return st;

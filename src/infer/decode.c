@@ -198,6 +198,44 @@ void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *
         out[v] = v == pad_id ? -INFINITY : (double)logits[v] - lse;
 }
 
+/* Rows per window: enough to give every thread rows (and a whole beam), at most ~4 MiB. */
+static int32_t window_rows(int32_t V, int32_t min_rows) {
+    int32_t rows = (int32_t)((size_t)(4 << 20) / sizeof(double) / (size_t)(V > 0 ? V : 1));
+    if (rows > 64) rows = 64;
+    if (rows < 2) rows = 2;
+    return rows < min_rows ? min_rows : rows;
+}
+
+qkv_status dec_logp_window_init(dec_logp_window *w, int32_t V, int32_t min_rows) {
+    w->V = V;
+    w->cap = window_rows(V, min_rows);
+    w->lo = w->hi = 0;
+    w->logp = malloc(sizeof(double) * (size_t)w->cap * (size_t)V);
+    return w->logp ? QKV_OK
+                   : QKV_ERROR(QKV_ERR_OOM, "decode: out of memory for %d rows of %d "
+                                            "log-probabilities", w->cap, V);
+}
+
+void dec_logp_window_free(dec_logp_window *w) {
+    free(w->logp);
+    w->logp = NULL;
+}
+
+const double *dec_logp_rows(dec_logp_window *w, const dec_job *j, const qkv_real *logits,
+                            int32_t n, int32_t r, int32_t cnt) {
+    const int32_t V = w->V;
+    if (r < w->lo || r + cnt > w->hi) {
+        const int32_t lo = r, hi = n - r < w->cap ? n : r + w->cap; /* hi >= r + cnt: cnt <= cap */
+#pragma omp parallel for schedule(static) if ((int64_t)(hi - lo) * V >= 32768)
+        for (int32_t i = lo; i < hi; i++)
+            dec_log_softmax(logits + (size_t)i * (size_t)V, V, j->pad_id,
+                            w->logp + (size_t)(i - lo) * (size_t)V);
+        w->lo = lo;
+        w->hi = hi;
+    }
+    return w->logp + (size_t)(r - w->lo) * (size_t)V;
+}
+
 qkv_status dec_store(const dec_job *j, const qkv_session *s, int32_t row, int32_t b, int32_t last,
                      double score, qkv_hypothesis *h) {
     const int32_t P = j->prompt_len[b], t = qkv_session_length(s), len = t - P + 1;

@@ -24,9 +24,10 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
     int32_t *keep = malloc(sizeof(int32_t) * (size_t)n_total);
     int32_t *next = malloc(sizeof(int32_t) * (size_t)n_total);
     double *score = calloc((size_t)n_total, sizeof(double));
-    double *logp = malloc(sizeof(double) * (size_t)V);
-    if (!input || !keep || !next || !score || !logp)
+    dec_logp_window win = {0};
+    if (!input || !keep || !next || !score)
         st = QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
+    if (!st) st = dec_logp_window_init(&win, V, 1);
     for (int32_t r = 0; !st && r < n_total; r++)
         input[r] = r;
     const qkv_real *logits = first; /* (n, V) */
@@ -42,7 +43,7 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
                 continue;
             }
             const qkv_real *row = logits + (size_t)r * V;
-            dec_log_softmax(row, V, j->pad_id, logp);
+            const double *logp = dec_logp_rows(&win, j, logits, n, r, 1);
             const int32_t tok = choose(j, user, row, logp, t, b, i);
             score[g] += logp[tok];
             if (tok == j->p.eos_id || t - j->prompt_len[b] + 1 == j->p.max_len) {
@@ -60,13 +61,14 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
         qkv_tensor *out = NULL;
         if (!st) st = qkv_session_step(s, next, 1, &out); /* (n_keep, 1, V) */
         if (!st) logits = qkv__data(out);
+        dec_logp_window_clear(&win);
     }
     if (!st) dec_sort_hypotheses(j->out);
     free(input);
     free(keep);
     free(next);
     free(score);
-    free(logp);
+    dec_logp_window_free(&win);
     free(first);
     qkv_session_free(s);
     return st;

@@ -87,6 +87,23 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
 /* log_softmax of one row of V logits in double, with -inf at the padding id. */
 void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out);
 
+/* log_softmax rows of a step's logits computed a window at a time, the rows of a window in
+ * parallel (each row alone, so the values do not depend on the thread count): the strategies
+ * walk the rows in ascending order and ask for each row (or each beam's rows) here. */
+typedef struct dec_logp_window {
+    double *logp;         /* (cap, V): rows lo .. hi - 1 of the current logits */
+    int32_t V, cap, lo, hi;
+} dec_logp_window;
+/* A window of at least min_rows rows (more when V allows: up to 64 rows, ~4 MiB). */
+qkv_status dec_logp_window_init(dec_logp_window *w, int32_t V, int32_t min_rows);
+void dec_logp_window_free(dec_logp_window *w);
+/* Forget the rows computed: the next step's logits are new. */
+static inline void dec_logp_window_clear(dec_logp_window *w) { w->lo = w->hi = 0; }
+/* The log-probabilities of rows r .. r + cnt - 1 of logits (n, V) (cnt <= the window's rows),
+ * back to back; computes the window starting at r when they are not there. */
+const double *dec_logp_rows(dec_logp_window *w, const dec_job *j, const qkv_real *logits,
+                            int32_t n, int32_t r, int32_t cnt);
+
 /* Fill *h (freeing its old tokens) with a hypothesis of input b: the tokens fed to session row
  * `row` after the prompt of b, then `last`; the score and the normalised score under the job's
  * length penalty. */

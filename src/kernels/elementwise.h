@@ -31,9 +31,11 @@ typedef struct qkv_elementwise_kernels {
      * the fused relu + dropout). */
     void (*dropout)(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t stream, bool relu,
                     const qkv_real *x, qkv_real *y, bool accumulate);
-    /* backward of y = dropout(relu(x)): dx += y > 0 ? dy * scale : 0 (y > 0 exactly where the
-     * element was kept and x > 0: no random numbers needed) */
-    void (*relu_dropout_bwd)(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx);
+    /* backward of y = dropout(relu(x)): dx (+)= y > 0 ? dy * scale : 0 (y > 0 exactly where the
+     * element was kept and x > 0: no random numbers needed); accumulate false writes
+     * 0 + that, the bits of zeroing dx first and accumulating */
+    void (*relu_dropout_bwd)(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx,
+                             bool accumulate);
     double (*sum)(int64_t n, const qkv_real *x);
     /* y (=|+=) s * x: scale's forward (accumulate false) and backward (accumulate true) */
     void (*scale)(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate);

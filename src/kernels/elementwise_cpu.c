@@ -231,20 +231,26 @@ static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t 
 
 QKV_CLONES
 static void relu_dropout_bwd_range(int64_t n, qkv_real scale, const qkv_real *restrict y, const qkv_real *restrict dy,
-                                   qkv_real *restrict dx) {
+                                   qkv_real *restrict dx, bool accumulate) {
     const int64_t body = QKV_VECTOR_BODY(n);
-    for (int64_t i = 0; i < body; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
-    for (int64_t i = body; i < n; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
+    if (accumulate) {
+        for (int64_t i = 0; i < body; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
+        for (int64_t i = body; i < n; i++) dx[i] += keep_or_zero(dy[i] * scale, y[i] > 0);
+    } else { /* 0 + v: a kept -0 becomes +0, as zeroing dx and accumulating gives */
+        for (int64_t i = 0; i < body; i++) dx[i] = (qkv_real)0 + keep_or_zero(dy[i] * scale, y[i] > 0);
+        for (int64_t i = body; i < n; i++) dx[i] = (qkv_real)0 + keep_or_zero(dy[i] * scale, y[i] > 0);
+    }
 }
 
-static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
+static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx,
+                             bool accumulate) {
     const int64_t chunks = (n + QKV_CHUNK - 1) / QKV_CHUNK;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
 #endif
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t first = c * QKV_CHUNK, len = n - first < QKV_CHUNK ? n - first : QKV_CHUNK;
-        relu_dropout_bwd_range(len, scale, y + first, dy + first, dx + first);
+        relu_dropout_bwd_range(len, scale, y + first, dy + first, dx + first, accumulate);
     }
 }
 

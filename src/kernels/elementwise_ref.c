@@ -47,9 +47,12 @@ static void dropout(int64_t n, double p, uint64_t seed, uint64_t step, uint64_t 
     }
 }
 
-static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx) {
-    for (int64_t i = 0; i < n; i++)
+static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx,
+                             bool accumulate) {
+    for (int64_t i = 0; i < n; i++) {
+        if (!accumulate) dx[i] = 0;
         if (y[i] > 0) dx[i] += dy[i] * scale;
+    }
 }
 
 static double sum(int64_t n, const qkv_real *x) {

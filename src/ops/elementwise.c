@@ -185,7 +185,8 @@ static void relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
     qkv_elementwise_kernels_for(ctx)->relu_dropout_bwd(qkv_tensor_numel(e->out), (qkv_real)(1.0 / (1.0 - e->f[0])),
-                                                       qkv__data(e->out), (const qkv_real *)e->out->grad, dx);
+                                                       qkv__data(e->out), (const qkv_real *)e->out->grad, dx,
+                                                       true);
 }
 
 static const qkv_op_desc relu_dropout_op = {"relu_dropout", relu_dropout_backward};

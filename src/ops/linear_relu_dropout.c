@@ -22,9 +22,8 @@ static void linear_relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const size_t bytes = (size_t)n * sizeof(qkv_real);
     qkv_real *dpre = qkv__grad_scratch(ctx, bytes); /* (..., O) */
     if (!dpre) return;
-    memset(dpre, 0, bytes);
     qkv_elementwise_kernels_for(ctx)->relu_dropout_bwd(n, (qkv_real)(1.0 / (1.0 - e->f[0])), qkv__data(e->out),
-                                                       (const qkv_real *)e->out->grad, dpre);
+                                                       (const qkv_real *)e->out->grad, dpre, false);
     qkv__linear_grads(ctx, x, w, b, dpre);
     qkv__grad_scratch_release(ctx, dpre, bytes);
 }

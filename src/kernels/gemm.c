@@ -320,7 +320,11 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
             else tc /= 2;
         }
         const int64_t row_tiles = (m + tr - 1) / tr, col_tiles = (n + tc - 1) / tc;
-#pragma omp parallel for schedule(static)
+        /* Tiles handed out one at a time: the last row of tiles can be much shorter than the
+         * others (m = 80: 64 and 16 rows), and a static split gave one thread all the tall ones
+         * (beam search's 80-row products ran at ~60 % of both threads). Which thread computes a
+         * tile does not change its bits. */
+#pragma omp parallel for schedule(dynamic, 1)
         for (int64_t t = 0; t < row_tiles * col_tiles; t++) {
             const int64_t i0 = (t / col_tiles) * tr, j0 = (t % col_tiles) * tc;
             const int64_t mt = m - i0 < tr ? m - i0 : tr, nt = n - j0 < tc ? n - j0 : tc;

@@ -13,6 +13,7 @@
 #include "decode_testutil.h"
 
 #include "core/internal.h"
+#include "infer/infer_internal.h"
 
 enum { B = 3, S = 6, T = 9, V = 9 };
 
@@ -178,6 +179,69 @@ TEST(kv_cache_gather_moves_every_row_with_its_cache) {
             qkv_model_free(m);
         }
     }
+}
+
+/* qkv_session_gather at a size where the copies through the scratch buffer run over the threads
+ * (>= 1 MiB per cache: 64 rows x 520 positions x d_model 8): after an expanding, reordering gather
+ * with fixed points and repeats, every row's filled self-attention keys and values and its token
+ * history are the old row's, byte for byte, with 1 and with 2 threads. */
+TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
+    enum { N = 64, LEN = 520 };
+    qkv_model_config c = qkv_model_default_config(QKV_ARCH_DECODER, 8, 2, 1);
+    c.src_vocab = c.tgt_vocab = V;
+    c.dim_feedforward = 16;
+    c.dropout = 0;
+    c.max_len = 600;
+    c.pad_id = DT_PAD;
+    qkv_model *m = NULL;
+    CHECK_OK(qkv_model_new(&c, 90, &m));
+    if (!m) return;
+    const int saved = qkv_get_num_threads();
+    int32_t *tok = malloc(sizeof(int32_t) * N * LEN), rows[N];
+    for (int32_t i = 0; i < N * LEN; i++)
+        tok[i] = 1 + (int32_t)((i * 7 + i / LEN * 3) % (V - 1)); /* never pad */
+    for (int32_t i = 0; i < N; i++) /* rows 0, 5, 10, ... stay; the others come from elsewhere */
+        rows[i] = i % 5 == 0 ? i : (i * 37 + 11) % N;
+    for (int threads = 1; threads <= 2 && tok; threads++) {
+        qkv_set_num_threads(threads);
+        qkv_session_params p = qkv_session_default_params();
+        p.max_rows = N;
+        p.max_len = LEN + 1;
+        p.kernels = qkv_test_kernels;
+        qkv_session *s = NULL;
+        CHECK_OK(qkv_session_new(m, &p, &s));
+        qkv_tensor *logits = NULL;
+        if (s) CHECK_OK(qkv_session_start(s, N));
+        if (s) CHECK_OK(qkv_session_step(s, tok, LEN, &logits));
+        if (!logits) {
+            qkv_session_free(s);
+            break;
+        }
+        const size_t row = (size_t)(s->H * s->L * s->D), used = (size_t)LEN * (size_t)s->D;
+        const size_t all = (size_t)(2 * s->n_layers) * N * row;
+        qkv_real *before = malloc(sizeof(qkv_real) * all);
+        if (before) memcpy(before, s->self_kv, sizeof(qkv_real) * all);
+        CHECK_OK(qkv_session_gather(s, rows, N));
+        int64_t bad = 0;
+        for (int32_t kv = 0; before && kv < 2 * s->n_layers; kv++)
+            for (int32_t i = 0; i < N; i++)
+                for (int64_t h = 0; h < s->H; h++) {
+                    const qkv_real *got = s->self_kv + ((size_t)kv * N + (size_t)i) * row +
+                                          (size_t)h * (size_t)(s->L * s->D);
+                    const qkv_real *want = before + ((size_t)kv * N + (size_t)rows[i]) * row +
+                                           (size_t)h * (size_t)(s->L * s->D);
+                    bad += memcmp(got, want, sizeof(qkv_real) * used) != 0;
+                }
+        for (int32_t i = 0; i < N; i++)
+            bad += !dt_same_tokens(qkv_session_tokens(s, i), LEN, tok + (size_t)rows[i] * LEN, LEN);
+        CHECK_MSG(before && bad == 0, "%d thread(s): %lld rows / heads moved wrong", threads,
+                  (long long)bad);
+        free(before);
+        qkv_session_free(s);
+    }
+    qkv_set_num_threads(saved);
+    free(tok);
+    qkv_model_free(m);
 }
 
 /* Memory: the session's arena reaches its high-water mark when the session is created (the

@@ -21,8 +21,12 @@
 #      says "does not fit" with the estimate.
 # PyTorch runs with OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=N OPENBLAS_NUM_THREADS=N and
 # torch.set_num_threads(N) (the anchors' tuned setting); qkv with --threads N and
-# OMP_WAIT_POLICY=P (--qkv-wait-policy, default PASSIVE: the same environment as PyTorch; on a
-# loaded machine libgomp's default spinning halves qkv's speed; "unset" leaves the environment as
+# OMP_WAIT_POLICY=P (--qkv-wait-policy, default "default": the variable removed, so libgomp
+# spins ~300k iterations before it sleeps, which is what a user gets and qkv's best on a quiet
+# machine: qkv runs every OpenBLAS call inside its own OpenMP regions, so nothing spins against
+# BLAS threads, and a step opens hundreds of regions whose sleeping workers PASSIVE would have to
+# wake (BENCHMARKS.md, "Session 7"); PASSIVE is the better choice only when the cores are
+# shared; "unset" leaves the environment as
 # it is). N = --threads (default 2). Without `import torch` in /usr/bin/python3 (Debian:
 # python3-torch) the PyTorch side is skipped with a message.
 # Steps (warm-up + timed): S 3 + 12, B 1 + 3 (a B step takes seconds: bounded), gpt2 2 + 8;
@@ -42,7 +46,7 @@ QUICK=0
 THREADS=2
 SCALING=0
 ATTN_CAP_GIB=8
-QKV_WAIT=PASSIVE
+QKV_WAIT=default
 OUT=""
 usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -99,8 +103,12 @@ meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta threads "$THREADS"
 meta reps "$REPS"
 meta quick "$QUICK"
-if [ "$QKV_WAIT" != unset ]; then export OMP_WAIT_POLICY=$QKV_WAIT; fi # qkv's; PyTorch's is set below
-meta qkv_env "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+case "$QKV_WAIT" in # qkv's; PyTorch's is set below
+default) unset OMP_WAIT_POLICY ;;
+unset) ;;
+*) export OMP_WAIT_POLICY=$QKV_WAIT ;;
+esac
+meta qkv_env "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (libgomp default)} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 meta torch_env "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS"
 meta torch "$([ $TORCH = 1 ] && "$PYTHON" -c 'import torch; print(torch.__version__)' || echo absent)"
 echo "compare.sh: results in $OUT (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2

@@ -295,8 +295,16 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * OpenMP threads, and each tile is one BLAS call made inside the parallel region, where the
  * OpenMP build of OpenBLAS runs single-threaded. Each element of C is then computed by the same
  * single-threaded kernel on the same operands whatever the thread count.
+ *
+ * Size. Each BLAS call packs its rows of A and its columns of B afresh, so a product cut into
+ * R x C tiles packs B R times and A C times. Tiles start at 512 x 1024 and are halved until there
+ * are TILE_TARGET of them: config B's feed-forward (2048 x 2048 x 512) and vocabulary (2048 x 8000
+ * x 512) products take 4 x 2 and 4 x 8 tiles, where 256 x 512 tiles gave 8 x 4 and 8 x 16 and
+ * twice the packing (OpenBLAS's packing: 13 % -> 11 % of a config-B step). The tile sizes are part
+ * of the result's bits: OpenBLAS rounds differently when the same element is computed in another
+ * tile (BENCHMARKS.md, "GEMM tiles, revisited").
  */
-enum { TILE_ROWS = 256, TILE_COLS = 512, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
+enum { TILE_ROWS = 512, TILE_COLS = 1024, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
 #define GEMM_SERIAL_WORK ((int64_t)1 << 18) /* OpenBLAS runs smaller products on one thread */
 
 void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,

@@ -198,7 +198,8 @@ void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *
         out[v] = v == pad_id ? -INFINITY : (double)logits[v] - lse;
 }
 
-/* Rows per window: enough to give every thread rows (and a whole beam), at most ~4 MiB. */
+/* Rows per window: up to 64 rows or ~4 MiB (at least 2 rows), and at least min_rows (a whole
+ * beam), whichever is more. */
 static int32_t window_rows(int32_t V, int32_t min_rows) {
     int32_t rows = (int32_t)((size_t)(4 << 20) / sizeof(double) / (size_t)(V > 0 ? V : 1));
     if (rows > 64) rows = 64;
@@ -226,8 +227,14 @@ const double *dec_logp_rows(dec_logp_window *w, const dec_job *j, const qkv_real
     const int32_t V = w->V;
     if (r < w->lo || r + cnt > w->hi) {
         const int32_t lo = r, hi = n - r < w->cap ? n : r + w->cap; /* hi >= r + cnt: cnt <= cap */
-#pragma omp parallel for schedule(static) if ((int64_t)(hi - lo) * V >= 32768)
-        for (int32_t i = lo; i < hi; i++)
+        int32_t have = lo; /* rows lo .. have - 1 are already there: move them to the front */
+        if (lo >= w->lo && lo < w->hi) {
+            have = w->hi;
+            memmove(w->logp, w->logp + (size_t)(lo - w->lo) * (size_t)V,
+                    sizeof(double) * (size_t)(have - lo) * (size_t)V);
+        }
+#pragma omp parallel for schedule(static) if ((int64_t)(hi - have) * V >= 32768)
+        for (int32_t i = have; i < hi; i++)
             dec_log_softmax(logits + (size_t)i * (size_t)V, V, j->pad_id,
                             w->logp + (size_t)(i - lo) * (size_t)V);
         w->lo = lo;

@@ -94,13 +94,14 @@ typedef struct dec_logp_window {
     double *logp;         /* (cap, V): rows lo .. hi - 1 of the current logits */
     int32_t V, cap, lo, hi;
 } dec_logp_window;
-/* A window of at least min_rows rows (more when V allows: up to 64 rows, ~4 MiB). */
+/* A window of max(min_rows, up to 64 rows within ~4 MiB, 2) rows. */
 qkv_status dec_logp_window_init(dec_logp_window *w, int32_t V, int32_t min_rows);
 void dec_logp_window_free(dec_logp_window *w);
 /* Forget the rows computed: the next step's logits are new. */
 static inline void dec_logp_window_clear(dec_logp_window *w) { w->lo = w->hi = 0; }
 /* The log-probabilities of rows r .. r + cnt - 1 of logits (n, V) (cnt <= the window's rows),
- * back to back; computes the window starting at r when they are not there. */
+ * back to back; when they are not all there, the window moves to start at r (keeping the rows it
+ * already has) and computes the rest. */
 const double *dec_logp_rows(dec_logp_window *w, const dec_job *j, const qkv_real *logits,
                             int32_t n, int32_t r, int32_t cnt);
 

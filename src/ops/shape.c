@@ -27,11 +27,30 @@ static inline int64_t row_offset(const int64_t sh[4], const int64_t st[4], int64
  * below ~64 K elements the threads' start costs more than the second core brings). */
 enum { COPY_PARALLEL_MIN = 1 << 16 };
 
-/* The views qkv makes (permute, narrow, reshape) never map two elements to one: no stride is 0
- * where the dim has more than one element. The parallel scatter of the backward relies on it. */
-static bool no_zero_stride(const int64_t sh[4], const int64_t st[4]) {
+/* Whether the strided layout maps distinct elements to distinct offsets, by a sufficient test:
+ * with the dims of more than one element ordered by |stride|, each stride exceeds the farthest
+ * offset the smaller ones reach. Every view qkv makes (permute, narrow, reshape) passes; a
+ * caller-built header that overlaps itself (a zero stride, or shape (2, 2) with strides (1, 1))
+ * does not, and its backward then adds serially, in element order. */
+static bool one_to_one(const int64_t sh[4], const int64_t st[4]) {
+    int64_t size[4], stride[4];
+    int n = 0;
     for (int d = 0; d < 4; d++)
-        if (sh[d] > 1 && st[d] == 0) return false;
+        if (sh[d] > 1) {
+            const int64_t a = st[d] < 0 ? -st[d] : st[d];
+            int at = n++;
+            for (; at > 0 && stride[at - 1] > a; at--) { /* insertion by |stride| */
+                stride[at] = stride[at - 1];
+                size[at] = size[at - 1];
+            }
+            stride[at] = a;
+            size[at] = sh[d];
+        }
+    int64_t reach = 0; /* the largest offset the smaller dims reach */
+    for (int i = 0; i < n; i++) {
+        if (stride[i] <= reach) return false;
+        reach += (size[i] - 1) * stride[i];
+    }
     return true;
 }
 
@@ -43,9 +62,9 @@ static void contiguous_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     int64_t sh[4], st[4];
     strided_offsets_4d(x, sh, st);
     const int64_t rows = sh[0] * sh[1] * sh[2], L = sh[3], s3 = st[3];
-    /* each element of dx receives one element of dy (the view is one-to-one), so rows in parallel
-     * add exactly what the serial loop adds */
-#pragma omp parallel for schedule(static) if (rows * L > COPY_PARALLEL_MIN && no_zero_stride(sh, st))
+    /* when the view is one-to-one each element of dx receives one element of dy, so rows in
+     * parallel add exactly what the serial loop adds */
+#pragma omp parallel for schedule(static) if (rows * L > COPY_PARALLEL_MIN && one_to_one(sh, st))
     for (int64_t r = 0; r < rows; r++) {
         qkv_real *d = dx + row_offset(sh, st, r);
         const qkv_real *g = dy + r * L;
@@ -81,9 +100,12 @@ qkv_tensor *qkv_contiguous(qkv_ctx *ctx, qkv_tensor *x) {
         } else if (es == 4) { /* constant sizes: the compiler inlines the copies */
             for (int64_t i = 0; i < L; i++)
                 memcpy(d + (size_t)i * 4, s + (size_t)(i * s3) * 4, 4);
-        } else {
+        } else if (es == 8) {
             for (int64_t i = 0; i < L; i++)
                 memcpy(d + (size_t)i * 8, s + (size_t)(i * s3) * 8, 8);
+        } else {
+            for (int64_t i = 0; i < L; i++)
+                memcpy(d + (size_t)i * es, s + (size_t)(i * s3) * es, es);
         }
     }
     qkv__record(ctx, &contiguous_op, y, 1, &x);

@@ -91,7 +91,7 @@ TEST(contiguous_copies_views_and_scatters_their_gradient) {
     const int saved = qkv_get_num_threads();
     static const view_case cases[] = {
         {{2, 3, 4, 5}, 1, 2, {0, 2, 1, 3}},     /* small: serial; unit last stride */
-        {{2, 3, 4, 5}, 0, 3, {3, 1, 0, 2}},     /* small, last stride 12 */
+        {{2, 3, 4, 5}, 0, 3, {3, 1, 0, 2}},     /* small, last stride 5 */
         {{4, 64, 8, 64}, 0, 64, {0, 2, 1, 3}},  /* merge-heads shape, 131,072 elements: threads */
         {{4, 70, 8, 64}, 3, 64, {0, 2, 1, 3}},  /* a narrowed projection's heads, over threads */
         {{8, 48, 12, 40}, 5, 40, {0, 3, 2, 1}}, /* 153,600 elements, last stride 12 * 40 */
@@ -99,5 +99,46 @@ TEST(contiguous_copies_views_and_scatters_their_gradient) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int threads = 1; threads <= 2; threads++)
             check_case(&cases[k], threads);
+    qkv_set_num_threads(saved);
+}
+
+/* A caller-built header that maps several elements to one (shape (300, 300), strides (1, 1):
+ * element (i, j) at offset i + j): above the parallel size, the backward must still add in
+ * element order on one thread, so the gradient at offset k is the sum over i + j = k of w, in
+ * row-major order, bit for bit. */
+TEST(contiguous_backward_of_an_overlapping_header_adds_in_order) {
+    enum { R = 300 };
+    const int saved = qkv_get_num_threads();
+    qkv_set_num_threads(2);
+    qkv_ctx *ctx = tu_ctx();
+    qkv_real *data = calloc(2 * R - 1, sizeof *data);
+    qkv_tensor x;
+    memset(&x, 0, sizeof x);
+    x.dtype = QKV_REAL;
+    x.ndim = 2;
+    x.shape[0] = x.shape[1] = R;
+    x.stride[0] = x.stride[1] = 1;
+    x.data = data;
+    for (int i = 0; data && i < 2 * R - 1; i++)
+        data[i] = (qkv_real)i;
+    qkv_tensor_requires_grad(&x);
+    qkv_tensor *y = data ? qkv_contiguous(ctx, &x) : NULL;
+    qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){R, R});
+    CHECK(y && w);
+    if (y && w) {
+        qkv_real *wd = w->data;
+        for (int64_t i = 0; i < R * R; i++)
+            wd[i] = (qkv_real)(1.0 + 1e-3 * (double)((i * 7919) % 1000)); /* rounding-sensitive */
+        CHECK(((qkv_real *)y->data)[R + 2] == (qkv_real)3); /* (1, 2) reads offset 3 */
+        CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_mul(ctx, y, w))));
+        qkv_real want[2 * R - 1];
+        memset(want, 0, sizeof want);
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < R; j++)
+                want[i + j] += wd[i * R + j];
+        CHECK(x.grad && memcmp(x.grad, want, sizeof want) == 0);
+    }
+    qkv_ctx_free(ctx);
+    free(data);
     qkv_set_num_threads(saved);
 }

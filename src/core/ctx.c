@@ -200,9 +200,23 @@ qkv_tensor *qkv_tensor_new(qkv_ctx *ctx, qkv_dtype dt, int ndim, const int64_t *
     return qkv__alloc(ctx, dt, ndim, shape);
 }
 
+void qkv__zero_bytes(void *p, size_t bytes) {
+    enum { ZERO_CHUNK = 1 << 18 }; /* 256 KiB */
+    if (bytes < 4 * (size_t)ZERO_CHUNK) {
+        memset(p, 0, bytes);
+        return;
+    }
+    const int64_t chunks = (int64_t)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const size_t off = (size_t)c * ZERO_CHUNK, left = bytes - off;
+        memset((unsigned char *)p + off, 0, left < ZERO_CHUNK ? left : ZERO_CHUNK);
+    }
+}
+
 qkv_tensor *qkv_tensor_zeros(qkv_ctx *ctx, qkv_dtype dt, int ndim, const int64_t *shape) {
     qkv_tensor *t = qkv_tensor_new(ctx, dt, ndim, shape);
-    if (t) memset(t->data, 0, (size_t)qkv_tensor_numel(t) * qkv_dtype_size(dt));
+    if (t) qkv__zero_bytes(t->data, (size_t)qkv_tensor_numel(t) * qkv_dtype_size(dt));
     return t;
 }
 

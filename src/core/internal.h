@@ -254,6 +254,11 @@ static inline bool qkv__head_layout(const qkv_tensor *t, qkv__mat_layout *l) {
 qkv_real *qkv__grad_scratch(qkv_ctx *ctx, size_t bytes);
 void qkv__grad_scratch_release(qkv_ctx *ctx, void *p, size_t bytes);
 
+/* memset(p, 0, bytes), over the threads from 1 MiB up (chunks of 256 KiB): the gradients of a
+ * step's activations and of the parameters are zeroed every step, and the other threads would
+ * otherwise wait while one core writes them. */
+void qkv__zero_bytes(void *p, size_t bytes);
+
 /* Row-major contiguous strides for t's shape. */
 void qkv__set_contiguous_strides(qkv_tensor *t);
 

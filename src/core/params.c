@@ -140,7 +140,7 @@ qkv_real *qkv_params_block(const qkv_params *p, qkv_param_block which) {
     return p->blocks[which];
 }
 void qkv_params_zero_grad(qkv_params *p) {
-    if (p && p->finalized) memset(p->blocks[QKV_BLOCK_GRAD], 0, (size_t)p->numel * sizeof(qkv_real));
+    if (p && p->finalized) qkv__zero_bytes(p->blocks[QKV_BLOCK_GRAD], (size_t)p->numel * sizeof(qkv_real));
 }
 
 /* ---- initialisers --------------------------------------------------------------------------- */

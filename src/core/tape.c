@@ -121,23 +121,6 @@ static void release_grad(qkv_ctx *ctx, qkv_tensor *t) {
     t->grad = NULL;
 }
 
-/* memset(p, 0, bytes), over the threads when the buffer is large: the gradients of a step's
- * activations are zeroed here (a few percent of a training step), and the other threads would
- * otherwise wait while one core writes them. */
-static void zero_bytes(void *p, size_t bytes) {
-    enum { ZERO_CHUNK = 1 << 18 }; /* 256 KiB */
-    if (bytes < 4 * (size_t)ZERO_CHUNK) {
-        memset(p, 0, bytes);
-        return;
-    }
-    const int64_t chunks = (int64_t)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK);
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; c++) {
-        const size_t off = (size_t)c * ZERO_CHUNK, left = bytes - off;
-        memset((unsigned char *)p + off, 0, left < ZERO_CHUNK ? left : ZERO_CHUNK);
-    }
-}
-
 qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
     if (!t || !(t->flags & QKV_REQUIRES_GRAD) || t->dtype != QKV_REAL) return NULL;
     if (t->grad) return (qkv_real *)t->grad;
@@ -154,7 +137,7 @@ qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
         QKV_FAIL(ctx, QKV_ERR_OOM, "backward: out of memory for a gradient (%zu bytes)", bytes);
         return NULL;
     }
-    zero_bytes(g, bytes);
+    qkv__zero_bytes(g, bytes);
     t->grad = g;
     return (qkv_real *)g;
 }

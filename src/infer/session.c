@@ -360,15 +360,19 @@ static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from
      * copies, shared by the threads (beam search moves ~t x 24 KB per row and step on config B). */
     const bool parallel = (size_t)n * packed >= ((size_t)1 << 20);
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int32_t k = 0; k < n; k++)
-        for (int64_t h = 0; from[k] != (to ? to[k] : k) && h < g->mid; h++)
+    for (int32_t k = 0; k < n; k++) {
+        if (from[k] == (to ? to[k] : k)) continue;
+        for (int64_t h = 0; h < g->mid; h++)
             memcpy(s->scratch + (size_t)k * packed + (size_t)h * run_bytes, AT(from[k], h),
                    run_bytes);
+    }
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int32_t k = 0; k < n; k++)
-        for (int64_t h = 0; from[k] != (to ? to[k] : k) && h < g->mid; h++)
-            memcpy(AT(to ? to[k] : k, h), s->scratch + (size_t)k * packed + (size_t)h * run_bytes,
-                   run_bytes);
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t dst = to ? to[k] : k;
+        if (from[k] == dst) continue;
+        for (int64_t h = 0; h < g->mid; h++)
+            memcpy(AT(dst, h), s->scratch + (size_t)k * packed + (size_t)h * run_bytes, run_bytes);
+    }
 #undef AT
 }
 

@@ -222,3 +222,29 @@ TEST(gradcheck_detects_a_wrong_backward) {
     if (!ok && reported == 1) qkv_test_expect_failures(1); /* absorb the expected failure */
     else qkv_test_fail(__FILE__, __LINE__, "gradcheck accepted a wrong gradient");
 }
+
+/* qkv__zero_bytes zeroes exactly [p, p + bytes) below and above its parallel size (1 MiB; chunks
+ * of 256 KiB, the last one partial), with 1 and 2 threads: the byte after the end keeps its
+ * value. */
+TEST(zero_bytes_clears_exactly_the_range) {
+    const size_t sizes[] = {0, 1, 1000, ((size_t)1 << 20) - 1, ((size_t)5 << 20) + 12345};
+    const int saved = qkv_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        qkv_set_num_threads(threads);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            unsigned char *buf = malloc(sizes[k] + 1);
+            CHECK(buf != NULL);
+            if (!buf) continue;
+            memset(buf, 0xA5, sizes[k] + 1);
+            qkv__zero_bytes(buf, sizes[k]);
+            size_t nonzero = 0;
+            for (size_t i = 0; i < sizes[k]; i++)
+                nonzero += buf[i] != 0;
+            CHECK_MSG(nonzero == 0 && buf[sizes[k]] == 0xA5,
+                      "%zu bytes, %d thread(s): %zu bytes not cleared, end byte %#x", sizes[k],
+                      threads, nonzero, buf[sizes[k]]);
+            free(buf);
+        }
+    }
+    qkv_set_num_threads(saved);
+}

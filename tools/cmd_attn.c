@@ -15,6 +15,7 @@
  * Tagging and classify runs (task.h) go to their task: encoder self-attention over the input
  * tokens, with the predicted tags or label (encoder_lines.c).
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "run_dir.h"
 #include "task.h"
@@ -56,10 +57,10 @@ int qkv_cmd_attn(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--tokens")) {
             s2s_only = argv[i];
             tokens = true;
-        } else if (!strcmp(argv[i], "--layer") && i + 1 < argc) {
-            only_layer = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--head") && i + 1 < argc) {
-            only_head = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--layer")) {
+            if (!cli_int_option("attn", argc, argv, &i, 0, 1000000, &only_layer)) return 2;
+        } else if (!strcmp(argv[i], "--head")) {
+            if (!cli_int_option("attn", argc, argv, &i, 0, 1000000, &only_head)) return 2;
         } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
             s2s_only = argv[i];
             const char *k = argv[++i];
@@ -97,6 +98,14 @@ int qkv_cmd_attn(int argc, char **argv) {
         return rc;
     }
     const qkv_model_config *c = &r.model->cfg;
+    const int n_layers = c->n_encoder_layers > c->n_decoder_layers ? c->n_encoder_layers : c->n_decoder_layers;
+    if (only_layer >= n_layers || only_head >= c->n_heads) {
+        fprintf(stderr, "qkv attn: %s %d is not in the model: it has %d encoder and %d decoder layers and %d heads (from 0)\n",
+                only_layer >= n_layers ? "--layer" : "--head", only_layer >= n_layers ? only_layer : only_head,
+                c->n_encoder_layers, c->n_decoder_layers, (int)c->n_heads);
+        run_dir_free(&r);
+        return 2;
+    }
     int rc = 1;
     qkv_ctx *ctx = NULL;
     qkv_hypotheses h;

@@ -16,6 +16,7 @@
  *
  * Exit status: 0 on success, 1 when a source or file is missing or malformed, 2 for usage errors.
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
@@ -198,17 +199,9 @@ static int cmd_prepare(int argc, char **argv) {
             else
                 out = argv[++i];
         } else if (!strcmp(a, "--max-tokens")) {
-            char *end = NULL;
-            long long v = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || !*argv[i + 1] || *end || v < 1 || v > 1000000) {
-                fprintf(stderr,
-                        "qkv data prepare: --max-tokens needs an integer in 1..1000000%s%s%s\n",
-                        i + 1 < argc ? " (got '" : "", i + 1 < argc ? argv[i + 1] : "",
-                        i + 1 < argc ? "')" : "");
-                return 2;
-            }
+            int v;
+            if (!cli_int_option("data prepare", argc, argv, &i, 1, 1000000, &v)) return 2;
             max_tokens = v;
-            i++;
         } else if (!strcmp(a, "all")) {
             for (int k = 0; k < N_SETS; k++)
                 want[k] = true;
@@ -394,15 +387,8 @@ static int cmd_baseline(int argc, char **argv) {
                 data = argv[++i];
             } else if (!strcmp(a, "--positive")) {
                 positive = argv[++i];
-            } else {
-                char *end = NULL;
-                alpha = strtod(argv[++i], &end);
-                if (!*argv[i] || *end || !(alpha > 0) || alpha > 1e6) {
-                    fprintf(stderr,
-                            "qkv data baseline: --alpha needs a number in (0, 1e6] (got '%s')\n",
-                            argv[i]);
-                    rc = 2;
-                }
+            } else if (!cli_real_option("data baseline", argc, argv, &i, 0, 1e6, true, &alpha)) {
+                rc = 2;
             }
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "qkv data baseline: unknown option '%s'\n", a);

@@ -9,6 +9,7 @@
  * lines; label<TAB>probability); language-model runs too, with the search options
  * (prompt<TAB>continuation). --max-len N caps the generated symbols.
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "run_dir.h"
 #include "task.h"
@@ -115,7 +116,6 @@ int qkv_cmd_decode(int argc, char **argv) {
     const char *search = NULL;   /* a search option: seq2seq runs and tasks that generate (lm) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const bool has = i + 1 < argc;
         static const char *const search_opts[] = {"--beam", "--greedy", "--sample", "--nbest", "--temperature",
                                                   "--top-k", "--top-p", "--seed", "--max-len"};
         bool is_search = false;
@@ -125,34 +125,30 @@ int qkv_cmd_decode(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--beam") && has) {
+        } else if (!strcmp(a, "--beam")) {
             dp.strategy = QKV_DECODE_BEAM, strategy_set = true;
-            dp.beam_size = atoi(argv[++i]);
+            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.beam_size)) return 2;
         } else if (!strcmp(a, "--greedy")) {
             dp.strategy = QKV_DECODE_GREEDY, strategy_set = true;
         } else if (!strcmp(a, "--sample")) {
             dp.strategy = QKV_DECODE_SAMPLE, strategy_set = true;
-        } else if (!strcmp(a, "--mask-predict") && has) {
+        } else if (!strcmp(a, "--mask-predict")) {
             dp.strategy = QKV_DECODE_MASK_PREDICT, strategy_set = true;
-            dp.iterations = atoi(argv[++i]);
-        } else if (!strcmp(a, "--length-beam") && has) {
-            dp.length_beam = atoi(argv[++i]);
-        } else if (!strcmp(a, "--nbest") && has) {
-            dp.n_best = atoi(argv[++i]);
-        } else if (!strcmp(a, "--temperature") && has) {
-            dp.temperature = atof(argv[++i]);
-        } else if (!strcmp(a, "--top-k") && has) {
-            dp.top_k = atoi(argv[++i]);
-        } else if (!strcmp(a, "--top-p") && has) {
-            dp.top_p = atof(argv[++i]);
-        } else if (!strcmp(a, "--seed") && has) {
-            dp.seed = strtoull(argv[++i], NULL, 10);
-        } else if (!strcmp(a, "--max-len") && has) {
-            dp.max_len = atoi(argv[++i]);
-            if (dp.max_len < 1) {
-                fprintf(stderr, "qkv decode: --max-len %s must be a number >= 1\n", argv[i]);
-                return 2;
-            }
+            if (!cli_int_option("decode", argc, argv, &i, 1, 1000, &dp.iterations)) return 2;
+        } else if (!strcmp(a, "--length-beam")) {
+            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.length_beam)) return 2;
+        } else if (!strcmp(a, "--nbest")) {
+            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.n_best)) return 2;
+        } else if (!strcmp(a, "--temperature")) {
+            if (!cli_real_option("decode", argc, argv, &i, 0, 1e6, false, &dp.temperature)) return 2;
+        } else if (!strcmp(a, "--top-k")) {
+            if (!cli_int_option("decode", argc, argv, &i, 0, INT32_MAX, &dp.top_k)) return 2;
+        } else if (!strcmp(a, "--top-p")) {
+            if (!cli_real_option("decode", argc, argv, &i, 0, 1, true, &dp.top_p)) return 2;
+        } else if (!strcmp(a, "--seed")) {
+            if (!cli_u64_option("decode", argc, argv, &i, &dp.seed)) return 2;
+        } else if (!strcmp(a, "--max-len")) {
+            if (!cli_int_option("decode", argc, argv, &i, 1, 1000000, &dp.max_len)) return 2;
         } else if (!strcmp(a, "--stream")) {
             stream = true;
         } else if (!strcmp(a, "--tokens")) {
@@ -167,8 +163,7 @@ int qkv_cmd_decode(int argc, char **argv) {
             return 2;
         }
     }
-    if (!run || (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.iterations < 1) || dp.length_beam < 1) {
-        if (run) fprintf(stderr, "qkv decode: --mask-predict and --length-beam take a number >= 1\n");
+    if (!run) {
         usage(stderr);
         return 2;
     }

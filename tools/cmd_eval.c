@@ -4,6 +4,7 @@
  * word scored against its closest reference; DATA.md section 4) and the decoding speed. Tagging
  * and classify runs (task.h) go to their task, which prints their accuracies.
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "run_dir.h"
 #include "seq2seq_task.h"
@@ -38,33 +39,27 @@ int qkv_cmd_eval(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--beam") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--beam")) {
             s2s_only = argv[i];
-            beam = atoi(argv[++i]), iterations = 0, strategy_set = true;
+            iterations = 0, strategy_set = true;
+            if (!cli_int_option("eval", argc, argv, &i, 1, 1024, &beam)) return 2;
         } else if (!strcmp(argv[i], "--greedy")) {
             s2s_only = argv[i];
             beam = 1, iterations = 0, strategy_set = true;
-        } else if (!strcmp(argv[i], "--mask-predict") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--mask-predict")) {
             s2s_only = argv[i];
-            iterations = atoi(argv[++i]), strategy_set = true;
-            if (iterations < 1 || iterations > 1000) {
-                fprintf(stderr, "qkv eval: --mask-predict %s: iterations must be in 1 .. 1000\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--length-beam") && i + 1 < argc) {
+            strategy_set = true;
+            if (!cli_int_option("eval", argc, argv, &i, 1, 1000, &iterations)) return 2;
+        } else if (!strcmp(argv[i], "--length-beam")) {
             s2s_only = argv[i];
-            length_beam = atoi(argv[++i]);
-            if (length_beam < 1 || length_beam > 1024) {
-                fprintf(stderr, "qkv eval: --length-beam %s must be in 1 .. 1024\n", argv[i]);
-                return 2;
-            }
+            if (!cli_int_option("eval", argc, argv, &i, 1, 1024, &length_beam)) return 2;
         } else if (!strcmp(argv[i], "--tokens")) {
             s2s_only = argv[i];
             tokens = true;
-        } else if (!strcmp(argv[i], "--show") && i + 1 < argc) {
-            show = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            threads = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--show")) {
+            if (!cli_int_option("eval", argc, argv, &i, 0, INT32_MAX, &show)) return 2;
+        } else if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option("eval", argc, argv, &i, 0, 4096, &threads)) return 2;
         } else if (argv[i][0] != '-' && !run) {
             run = argv[i];
         } else if (argv[i][0] != '-' && !data) {
@@ -75,7 +70,7 @@ int qkv_cmd_eval(int argc, char **argv) {
             return 2;
         }
     }
-    if (!run || !data || beam < 1 || beam > 1024 || show < 0) {
+    if (!run || !data) {
         usage(stderr);
         return 2;
     }

@@ -12,6 +12,7 @@
  * count the line ends as characters, as `qkv eval` does for task = lm (lm_text.h), so the two
  * figures compare directly.
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
@@ -66,16 +67,8 @@ int qkv_data_baseline_lm(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--data") && has) {
             data = argv[++i];
-        } else if (!strcmp(a, "--max-order") && has) {
-            char *end = NULL;
-            const long v = strtol(argv[++i], &end, 10);
-            if (!*argv[i] || *end || v < 1 || v > 64) {
-                fprintf(stderr,
-                        "qkv data baseline lm: --max-order needs a number in 1 .. 64 (got '%s')\n",
-                        argv[i]);
-                return 2;
-            }
-            max_order = (int)v;
+        } else if (!strcmp(a, "--max-order")) {
+            if (!cli_int_option("data baseline lm", argc, argv, &i, 1, 64, &max_order)) return 2;
         } else if (!strcmp(a, "--unit") && has) {
             const char *u = argv[++i];
             if (strcmp(u, "char") && strcmp(u, "word")) {

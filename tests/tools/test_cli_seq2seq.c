@@ -95,6 +95,17 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     CHECK_MSG(cli_exists(path), "missing %s", path);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind cross --out %s/maps", QKV_CLI_PATH, run_dir, dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "(cross)") && !strstr(out, "(self)"), "--kind cross: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --layer 1 --head 0 --out %s/maps", QKV_CLI_PATH, run_dir, dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "encoder layer 1, head 0 (self)") &&
+                  !strstr(out, "layer 0,") && !strstr(out, "head 1 ("),
+              "--layer 1 --head 0: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --head 2", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 &&
+                  strstr(out, "--head 2 is not in the model: it has 2 encoder and 1 decoder layers and 2 heads"),
+              "--head 2: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --layer -1", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--layer needs an integer in 0..1000000 (got '-1')"),
+              "--layer -1: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --kind diagonal", QKV_CLI_PATH, run_dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--kind must be"), "bad --kind: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'b#d'", QKV_CLI_PATH, run_dir);
@@ -157,7 +168,7 @@ TEST(cli_nat_train_resume_eval_decode) {
     snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 3 --length-beam 2", QKV_CLI_PATH, run_dir, r.train);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "mask-predict, 3 iterations, 2 lengths"), "eval: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --mask-predict 0", QKV_CLI_PATH, run_dir, r.train);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "iterations must be in 1 .. 1000"), "eval 0: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--mask-predict needs an integer in 1..1000 (got '0')"), "eval 0: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s --beam 2", QKV_CLI_PATH, run_dir, r.train);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "eval --beam: %s", out);
     snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --mask-predict 2 --nbest 3", QKV_CLI_PATH, run_dir);
@@ -170,7 +181,7 @@ TEST(cli_nat_train_resume_eval_decode) {
     snprintf(cmd, sizeof cmd, "printf 'bead\\n' | %s decode %s --greedy", QKV_CLI_PATH, run_dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "decode it with mask-predict"), "decode --greedy: %s", out);
     snprintf(cmd, sizeof cmd, "%s decode %s --mask-predict 0", QKV_CLI_PATH, run_dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "take a number >= 1"), "decode 0: %s", out);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--mask-predict needs an integer in 1..1000 (got '0')"), "decode 0: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind self --layer 0 --out %s/maps", QKV_CLI_PATH, run_dir, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "6 attention maps") && strstr(out, "decoder layer 0, head 0 (self)"),
               "attn: %s", out);

@@ -1,0 +1,68 @@
+/*
+ * cli_args.c: strict numeric option values (cli_args.h). strtoll / strtod / strtoull must consume
+ * the whole text, which must not be empty, and the value must lie in the option's range.
+ */
+#include "cli_args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The option's value text, or NULL (with the message) when the command line ends at the option. */
+static const char *value_of(const char *cmd, int argc, char **argv, const int *i, const char *what) {
+    if (*i + 1 < argc) return argv[*i + 1];
+    fprintf(stderr, "qkv %s: %s needs %s\n", cmd, argv[*i], what);
+    return NULL;
+}
+
+bool cli_int_option(const char *cmd, int argc, char **argv, int *i, long long lo, long long hi, int *out) {
+    char what[96];
+    snprintf(what, sizeof what, "an integer in %lld..%lld", lo, hi);
+    const char *text = value_of(cmd, argc, argv, i, what);
+    if (!text) return false;
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(text, &end, 10);
+    if (!*text || isspace((unsigned char)*text) || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
+        return false;
+    }
+    *out = (int)v;
+    *i += 1;
+    return true;
+}
+
+bool cli_real_option(const char *cmd, int argc, char **argv, int *i, double lo, double hi, bool lo_open,
+                     double *out) {
+    char what[96];
+    snprintf(what, sizeof what, "a number in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
+    const char *text = value_of(cmd, argc, argv, i, what);
+    if (!text) return false;
+    char *end = NULL;
+    const double v = strtod(text, &end);
+    if (!*text || isspace((unsigned char)*text) || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) {
+        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
+        return false;
+    }
+    *out = v;
+    *i += 1;
+    return true;
+}
+
+bool cli_u64_option(const char *cmd, int argc, char **argv, int *i, uint64_t *out) {
+    const char *what = "an integer in 0..18446744073709551615";
+    const char *text = value_of(cmd, argc, argv, i, what);
+    if (!text) return false;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(text, &end, 10);
+    if (!isdigit((unsigned char)*text) || *end || errno) { /* strtoull would take "-1" as 2^64 - 1 */
+        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
+        return false;
+    }
+    *out = (uint64_t)v;
+    *i += 1;
+    return true;
+}

@@ -145,16 +145,39 @@ void qkv_params_zero_grad(qkv_params *p) {
 
 /* ---- initialisers --------------------------------------------------------------------------- */
 
+/* Both initialisers give element i the value qkv_rng_uniform / qkv_rng_normal give index i, but
+ * draw 16 Philox blocks per qkv__philox_blocks call (64 uniforms, or 32 normals: a normal takes a
+ * pair of words) instead of a whole block per element, and spread the groups over the threads:
+ * each value depends on its index alone, so none depends on the thread count. */
+enum { INIT_GROUP_WORDS = 4 * QKV_PHILOX_LANES, INIT_PARALLEL_MIN = 1 << 16 };
+
 void qkv_init_uniform(qkv_tensor *t, double lo, double hi, uint64_t seed, uint64_t stream) {
     qkv_real *x = (qkv_real *)t->data;
-    for (int64_t i = 0, n = qkv_tensor_numel(t); i < n; i++)
-        x[i] = (qkv_real)(lo + (hi - lo) * qkv_rng_uniform(seed, 0, stream, (uint64_t)i));
+    const int64_t n = qkv_tensor_numel(t), per = INIT_GROUP_WORDS, groups = (n + per - 1) / per;
+#pragma omp parallel for schedule(static) if (n >= INIT_PARALLEL_MIN)
+    for (int64_t g = 0; g < groups; g++) {
+        uint32_t r[INIT_GROUP_WORDS];
+        qkv__philox_blocks(seed, 0, stream, (uint64_t)g * QKV_PHILOX_LANES, r);
+        const int64_t i0 = g * per, m = n - i0 < per ? n - i0 : per;
+        for (int64_t k = 0; k < m; k++) /* qkv_rng_uniform: word i % 4 of block i / 4 */
+            x[i0 + k] = (qkv_real)(lo + (hi - lo) * ((float)(r[k] >> 8) * (1.0f / 16777216.0f)));
+    }
 }
 
 void qkv_init_normal(qkv_tensor *t, double mean, double std, uint64_t seed, uint64_t stream) {
     qkv_real *x = (qkv_real *)t->data;
-    for (int64_t i = 0, n = qkv_tensor_numel(t); i < n; i++)
-        x[i] = (qkv_real)(mean + std * qkv_rng_normal(seed, 0, stream, (uint64_t)i));
+    const int64_t n = qkv_tensor_numel(t), per = INIT_GROUP_WORDS / 2, groups = (n + per - 1) / per;
+#pragma omp parallel for schedule(static) if (n >= INIT_PARALLEL_MIN)
+    for (int64_t g = 0; g < groups; g++) {
+        uint32_t r[INIT_GROUP_WORDS];
+        qkv__philox_blocks(seed, 0, stream, (uint64_t)g * QKV_PHILOX_LANES, r);
+        const int64_t i0 = g * per, m = n - i0 < per ? n - i0 : per;
+        for (int64_t k = 0; k < m; k++) { /* qkv_rng_normal: words 2 (i % 2), +1 of block i / 2 */
+            const double u1 = ((double)(r[2 * k] >> 8) + 1.0) / 16777217.0; /* (0, 1) */
+            const double u2 = (double)(r[2 * k + 1] >> 8) / 16777216.0;
+            x[i0 + k] = (qkv_real)(mean + std * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)));
+        }
+    }
 }
 
 void qkv_init_constant(qkv_tensor *t, double value) {

@@ -192,6 +192,39 @@ TEST(params_blocks_are_contiguous_in_order) {
     qkv_params_free(NULL);
 }
 
+/* The initialisers draw Philox blocks 16 at a time over the threads; element i must still be
+ * exactly what qkv_rng_uniform / qkv_rng_normal give index i, at any thread count, including the
+ * ragged last group (n is not a multiple of 64) and sizes below the parallel threshold. */
+TEST(init_uniform_and_normal_equal_the_rng_element_by_element) {
+    const int64_t sizes[] = {5, 3 * 65536 + 37};
+    for (int s = 0; s < 2; s++) {
+        const int64_t n = sizes[s];
+        qkv_params *p;
+        CHECK_OK(qkv_params_new(&p));
+        qkv_tensor *u, *g;
+        CHECK_OK(qkv_params_add(p, "u", 1, (int64_t[]){n}, &u));
+        CHECK_OK(qkv_params_add(p, "g", 1, (int64_t[]){n}, &g));
+        CHECK_OK(qkv_params_finalize(p));
+        const int saved = qkv_get_num_threads();
+        for (int threads = 1; threads <= 2; threads++) {
+            qkv_set_num_threads(threads);
+            qkv_init_uniform(u, -0.25, 0.75, 42, 7);
+            qkv_init_normal(g, 0.5, 0.02, 42, 1001);
+            int64_t bad_u = -1, bad_g = -1;
+            for (int64_t i = 0; i < n; i++) {
+                const qkv_real want_u = (qkv_real)(-0.25 + 1.0 * qkv_rng_uniform(42, 0, 7, (uint64_t)i));
+                const qkv_real want_g = (qkv_real)(0.5 + 0.02 * qkv_rng_normal(42, 0, 1001, (uint64_t)i));
+                if (bad_u < 0 && ((qkv_real *)u->data)[i] != want_u) bad_u = i;
+                if (bad_g < 0 && ((qkv_real *)g->data)[i] != want_g) bad_g = i;
+            }
+            CHECK_MSG(bad_u < 0 && bad_g < 0, "n %lld, %d thread(s): first uniform mismatch %lld, normal %lld",
+                      (long long)n, threads, (long long)bad_u, (long long)bad_g);
+        }
+        qkv_set_num_threads(saved);
+        qkv_params_free(p);
+    }
+}
+
 /* The gradient checker itself must catch a wrong backward: y = 2x with a backward of 3 dy. */
 static void wrong_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);

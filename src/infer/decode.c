@@ -186,14 +186,18 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     return QKV_OK;
 }
 
-void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out) {
+double dec_logsumexp(const qkv_real *logits, int32_t V) {
     double mx = -INFINITY;
     for (int32_t v = 0; v < V; v++)
         if (logits[v] > mx) mx = logits[v];
     double sum = 0;
     for (int32_t v = 0; v < V; v++)
         sum += exp((double)logits[v] - mx);
-    const double lse = mx + log(sum);
+    return mx + log(sum);
+}
+
+void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out) {
+    const double lse = dec_logsumexp(logits, V);
     for (int32_t v = 0; v < V; v++)
         out[v] = v == pad_id ? -INFINITY : (double)logits[v] - lse;
 }

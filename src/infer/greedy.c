@@ -12,6 +12,7 @@
  */
 #include "infer_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn choose, void *user) {
@@ -24,15 +25,26 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
     int32_t *keep = malloc(sizeof(int32_t) * (size_t)n_total);
     int32_t *next = malloc(sizeof(int32_t) * (size_t)n_total);
     double *score = calloc((size_t)n_total, sizeof(double));
+    /* greedy (choose NULL): each row's token and its log-probability, for all rows of a step */
+    int32_t *best = choose ? NULL : malloc(sizeof(int32_t) * (size_t)n_total);
+    double *best_logp = choose ? NULL : malloc(sizeof(double) * (size_t)n_total);
     dec_logp_window win = {0};
-    if (!input || !keep || !next || !score)
+    if (!input || !keep || !next || !score || (!choose && (!best || !best_logp)))
         st = QKV_ERROR(QKV_ERR_OOM, "decode: out of memory");
-    if (!st) st = dec_logp_window_init(&win, V, 1);
+    if (!st && choose) st = dec_logp_window_init(&win, V, 1);
     for (int32_t r = 0; !st && r < n_total; r++)
         input[r] = r;
     const qkv_real *logits = first; /* (n, V) */
     while (!st) {
         const int32_t t = qkv_session_length(s), n = qkv_session_rows(s);
+        if (!choose) {
+#pragma omp parallel for schedule(static) if ((int64_t)n * V >= 32768)
+            for (int32_t r = 0; r < n; r++) {
+                const qkv_real *row = logits + (size_t)r * V;
+                if (dec_forced(j, input[r] / width, t) < 0)
+                    best[r] = dec_argmax_logits(j, row, dec_logsumexp(row, V), &best_logp[r]);
+            }
+        }
         int32_t n_keep = 0;
         for (int32_t r = 0; r < n && !st; r++) {
             const int32_t g = input[r], b = g / width, i = g % width;
@@ -42,10 +54,15 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
                 keep[n_keep++] = r;
                 continue;
             }
-            const qkv_real *row = logits + (size_t)r * V;
-            const double *logp = dec_logp_rows(&win, j, logits, n, r, 1);
-            const int32_t tok = choose(j, user, row, logp, t, b, i);
-            score[g] += logp[tok];
+            int32_t tok;
+            if (choose) {
+                const double *logp = dec_logp_rows(&win, j, logits, n, r, 1);
+                tok = choose(j, user, logits + (size_t)r * V, logp, t, b, i);
+                score[g] += logp[tok];
+            } else {
+                tok = best[r];
+                score[g] += best_logp[r];
+            }
             if (tok == j->p.eos_id || t - j->prompt_len[b] + 1 == j->p.max_len) {
                 st = dec_store(j, s, r, b, tok, score[g], &j->out->hyp[(size_t)g]);
                 j->out->count[b]++;
@@ -68,6 +85,8 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
     free(keep);
     free(next);
     free(score);
+    free(best);
+    free(best_logp);
     dec_logp_window_free(&win);
     free(first);
     qkv_session_free(s);
@@ -81,12 +100,17 @@ int32_t dec_argmax(const dec_job *j, const double *logp) {
     return best;
 }
 
-static int32_t greedy_choose(const dec_job *j, void *user, const qkv_real *logits,
-                             const double *logp, int32_t t, int32_t b, int32_t i) {
-    (void)user, (void)logits, (void)t, (void)b, (void)i;
-    return dec_argmax(j, logp);
+int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double lse, double *logp_best) {
+    int32_t best = j->pad_id == 0 && j->V > 1 ? 1 : 0; /* as dec_argmax */
+    double top = best == j->pad_id ? -INFINITY : (double)logits[best] - lse;
+    for (int32_t v = best + 1; v < j->V; v++) {
+        const double lp = v == j->pad_id ? -INFINITY : (double)logits[v] - lse;
+        if (lp > top) best = v, top = lp;
+    }
+    *logp_best = top;
+    return best;
 }
 
 qkv_status dec_greedy(const dec_job *j) {
-    return dec_independent_rows(j, 1, greedy_choose, NULL);
+    return dec_independent_rows(j, 1, NULL, NULL);
 }

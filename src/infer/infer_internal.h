@@ -84,7 +84,10 @@ static inline int32_t dec_forced(const dec_job *j, int32_t b, int32_t t) {
 qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **s,
                      qkv_real **first);
 
-/* log_softmax of one row of V logits in double, with -inf at the padding id. */
+/* log sum_v exp(logits[v]) in double (the max first), over all V ids (padding included). */
+double dec_logsumexp(const qkv_real *logits, int32_t V);
+/* log_softmax of one row of V logits in double, with -inf at the padding id:
+ * out[v] = (double)logits[v] - dec_logsumexp(logits, V). */
 void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out);
 
 /* log_softmax rows of a step's logits computed a window at a time, the rows of a window in
@@ -126,13 +129,18 @@ void dec_mask_lowest(const double *score, int32_t L, int32_t n, bool *masked);
 
 /* Decoding with independent rows (greedy and sampling): width rows per input, the token of each
  * row chosen by choose(user, logits row, position, input b, row-in-input i, &log-probabilities)
- * -> token. Rows leave the batch when they end; each stores its hypothesis in slot i. */
+ * -> token; choose NULL: greedy, dec_argmax of every row's log-probabilities, computed for all
+ * rows of a step at once (in parallel) without writing the rows out. Rows leave the batch when
+ * they end; each stores its hypothesis in slot i. */
 typedef int32_t (*dec_choose_fn)(const dec_job *j, void *user, const qkv_real *logits,
                                  const double *logp, int32_t t, int32_t b, int32_t i);
 qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn choose, void *user);
 
 /* The most probable token of a log-probability row (ties: the lowest id; never pad_id). */
 int32_t dec_argmax(const dec_job *j, const double *logp);
+/* dec_argmax of dec_log_softmax(logits) with lse = dec_logsumexp(logits, V), the values made on
+ * the fly (the same doubles, so the same token); *logp_best: its log-probability. */
+int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double lse, double *logp_best);
 
 /* Order each input's stored hypotheses by normalised score, best first (stable). */
 void dec_sort_hypotheses(qkv_hypotheses *h);

@@ -166,8 +166,10 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         qkv_ctx_set_grad_enabled(s->ctx, false);
         /* measure run: the largest steps (every row at the last position, whose keys are the
          * whole cache, a contiguous view; and at the one before, whose strided keys some ops
-         * copy) on zeroed buffers, so the arena reaches its high-water mark now and single-token
-         * steps never grow it */
+         * copy) and the first (position 0, where ALiBi takes the fused kernel and its tiles) on
+         * zeroed buffers, so the arena reaches its high-water mark now and single-token steps
+         * never grow it. Measure-only steps: the products and the cached attention are skipped
+         * (internal.h), so the run costs allocations, not three passes over the weights. */
         s->n = p->max_rows;
         s->n_src = ed ? p->max_rows : 0;
         s->S = (int32_t)Smax;
@@ -175,12 +177,16 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         qkv__session_sync_headers(s);
         int32_t *zeros = calloc(N, sizeof *zeros);
         if (!zeros) st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
-        for (int32_t back = 1; !st && back <= 2 && back <= p->max_len; back++) {
-            s->t = p->max_len - back;
+        s->ctx->measure_only = true;
+        const int32_t at[3] = {p->max_len - 1, p->max_len - 2, 0};
+        for (int k = 0; !st && k < 3; k++) {
+            if (at[k] < 0 || (k == 2 && at[2] >= at[1])) continue; /* max_len 1 or 2: done */
+            s->t = at[k];
             if (!qkv__session_forward(s, zeros, 1))
                 st = qkv_ctx_status(s->ctx) ? qkv_ctx_status(s->ctx) : QKV_ERR_STATE;
             qkv_ctx_reset(s->ctx);
         }
+        s->ctx->measure_only = false;
         free(zeros);
         s->n = 0;
         s->n_src = 0;

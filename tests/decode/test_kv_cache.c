@@ -245,11 +245,13 @@ TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
 }
 
 /* Memory: the session's arena reaches its high-water mark when the session is created (the
- * measure run); decoding steps neither grow it nor call malloc. */
+ * measure run, which allocates without computing the products or the cached attention);
+ * decoding steps neither grow it nor call malloc, whatever the attention variant. */
 TEST(kv_cache_step_arena_does_not_grow) {
-    for (int arch = 0; arch < 2; arch++) {
+    for (int k = 0; k < 2 * dt_n_variants; k++) {
+        const int vi = k / 2, arch = k % 2;
         qkv_model *m =
-            arch ? dt_lm(&dt_variants[0], V, 1, 80) : dt_seq2seq(&dt_variants[0], V, 1, 81);
+            arch ? dt_lm(&dt_variants[vi], V, 1, 80) : dt_seq2seq(&dt_variants[vi], V, 1, 81);
         qkv_session *s = m ? open_session(m, B, true, 4096) : NULL; /* a tiny first chunk */
         if (!s) {
             qkv_model_free(m);
@@ -271,11 +273,12 @@ TEST(kv_cache_step_arena_does_not_grow) {
         }
         (void)mallocs;
 #ifndef QKV_ARENA_PER_ALLOC /* the sanitizer build mallocs every allocation */
-        CHECK_MSG(qkv_ctx_arena_mallocs(ctx) == mallocs, "arena mallocs grew from %llu to %llu",
-                  (unsigned long long)mallocs, (unsigned long long)qkv_ctx_arena_mallocs(ctx));
+        CHECK_MSG(qkv_ctx_arena_mallocs(ctx) == mallocs, "%s, %s: arena mallocs grew from %llu to %llu",
+                  dt_variants[vi].name, arch ? "LM" : "seq2seq", (unsigned long long)mallocs,
+                  (unsigned long long)qkv_ctx_arena_mallocs(ctx));
 #endif
-        CHECK_MSG(qkv_ctx_arena_peak(ctx) == peak, "arena peak grew from %zu to %zu", peak,
-                  qkv_ctx_arena_peak(ctx));
+        CHECK_MSG(qkv_ctx_arena_peak(ctx) == peak, "%s, %s: arena peak grew from %zu to %zu", dt_variants[vi].name,
+                  arch ? "LM" : "seq2seq", peak, qkv_ctx_arena_peak(ctx));
         qkv_session_free(s);
         qkv_model_free(m);
     }

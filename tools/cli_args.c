@@ -34,15 +34,25 @@ bool cli_int_option(const char *cmd, int argc, char **argv, int *i, long long lo
     return true;
 }
 
+/* A bound as a user would write it: whole numbers in full ("1000000", not %g's "1e+06"). */
+static void bound_text(char *buf, size_t size, double v) {
+    if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, size, "%.0f", v);
+    else snprintf(buf, size, "%g", v);
+}
+
 bool cli_real_option(const char *cmd, int argc, char **argv, int *i, double lo, double hi, bool lo_open,
                      double *out) {
-    char what[96];
-    snprintf(what, sizeof what, "a number in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
+    char what[96], lo_text[32], hi_text[32];
+    bound_text(lo_text, sizeof lo_text, lo);
+    bound_text(hi_text, sizeof hi_text, hi);
+    snprintf(what, sizeof what, "a number in %c%s, %s]", lo_open ? '(' : '[', lo_text, hi_text);
     const char *text = value_of(cmd, argc, argv, i, what);
     if (!text) return false;
     char *end = NULL;
-    const double v = strtod(text, &end);
-    if (!*text || isspace((unsigned char)*text) || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) {
+    errno = 0;
+    const double v = strtod(text, &end); /* ERANGE: 1e-400 would be 0, 1e400 inf */
+    if (!*text || isspace((unsigned char)*text) || *end || errno == ERANGE || !isfinite(v) || v < lo ||
+        (lo_open && v == lo) || v > hi) {
         fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
         return false;
     }

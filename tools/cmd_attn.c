@@ -41,6 +41,34 @@ static void usage(FILE *f) {
 
 enum { MAX_LEN = 512 };
 
+/* Whether --layer L / --head H (negative: not given) name maps the run has, checked before any
+ * forward pass; a message otherwise. Task runs have one stack (cfg.n_encoder_layers: the encoder,
+ * or a language model's decoder); seq2seq maps of --kind self come from the encoder (and a nat
+ * decoder's own self-attention), masked and cross from the decoder, and without --kind from
+ * either. */
+static bool layer_and_head_exist(const qkv_model_config *c, bool task_run, int kind, int layer, int head) {
+    const int enc = c->n_encoder_layers, dec = c->n_decoder_layers;
+    int layers = enc;
+    char what[96];
+    if (task_run) {
+        snprintf(what, sizeof what, "its %s has %d layer%s", c->arch == QKV_ARCH_DECODER ? "decoder" : "encoder", enc,
+                 enc == 1 ? "" : "s");
+    } else if (kind == QKV_ATTN_MASKED_SELF || kind == QKV_ATTN_CROSS) {
+        layers = dec;
+        snprintf(what, sizeof what, "its decoder has %d layer%s", dec, dec == 1 ? "" : "s");
+    } else if (kind == QKV_ATTN_SELF && !c->nat) {
+        snprintf(what, sizeof what, "its encoder has %d layer%s", enc, enc == 1 ? "" : "s");
+    } else {
+        layers = enc > dec ? enc : dec;
+        snprintf(what, sizeof what, "it has %d encoder and %d decoder layers", enc, dec);
+    }
+    if (layer < layers && head < c->n_heads) return true;
+    fprintf(stderr, "qkv attn: %s %d is not in the model: %s and %d head%s (numbered from 0)\n",
+            layer >= layers ? "--layer" : "--head", layer >= layers ? layer : head, what, (int)c->n_heads,
+            c->n_heads == 1 ? "" : "s");
+    return false;
+}
+
 int qkv_cmd_attn(int argc, char **argv) {
     const char *run = NULL, *input = NULL, *out_dir = NULL;
     bool terminal = false, tokens = false;
@@ -89,22 +117,18 @@ int qkv_cmd_attn(int argc, char **argv) {
         fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
         return 1;
     }
-    if (r.task->attn_run) { /* tagging, classify: task.h */
+    const qkv_model_config *c = &r.model->cfg;
+    if (!layer_and_head_exist(c, r.task->attn_run != NULL, only_kind, only_layer, only_head)) {
+        run_dir_free(&r);
+        return 2;
+    }
+    if (r.task->attn_run) { /* tagging, classify, lm, image: task.h */
         int rc = 2;
         if (s2s_only) fprintf(stderr, "qkv attn: %s applies to seq2seq runs; %s is a %s run\n", s2s_only, run, r.task->name);
         else rc = r.task->attn_run(&r, input, &(task_run_opts){.run = run, .out_dir = out_dir, .terminal = terminal,
                                                                .layer = only_layer, .head = only_head});
         run_dir_free(&r);
         return rc;
-    }
-    const qkv_model_config *c = &r.model->cfg;
-    const int n_layers = c->n_encoder_layers > c->n_decoder_layers ? c->n_encoder_layers : c->n_decoder_layers;
-    if (only_layer >= n_layers || only_head >= c->n_heads) {
-        fprintf(stderr, "qkv attn: %s %d is not in the model: it has %d encoder and %d decoder layers and %d heads (from 0)\n",
-                only_layer >= n_layers ? "--layer" : "--head", only_layer >= n_layers ? only_layer : only_head,
-                c->n_encoder_layers, c->n_decoder_layers, (int)c->n_heads);
-        run_dir_free(&r);
-        return 2;
     }
     int rc = 1;
     qkv_ctx *ctx = NULL;

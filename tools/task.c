@@ -80,12 +80,6 @@ int task_for_each_line(const char *cmd, const char *const *files, int n_files, t
 
 int task_attn_write(const task_attn *a) {
     const int64_t L = a->n_layers, H = a->n_heads, cells = a->rows * a->cols;
-    if (a->layer >= L || a->head >= H) {
-        fprintf(stderr, "qkv attn: %s %d is not in the model: it has %lld %s layers and %lld heads (from 0)\n",
-                a->layer >= L ? "--layer" : "--head", a->layer >= L ? a->layer : a->head, (long long)L, a->stack,
-                (long long)H);
-        return 2;
-    }
     qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);
     if (!maps) {
         fprintf(stderr, "qkv attn: out of memory\n");

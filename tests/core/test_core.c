@@ -208,11 +208,12 @@ TEST(init_uniform_and_normal_equal_the_rng_element_by_element) {
         const int saved = qkv_get_num_threads();
         for (int threads = 1; threads <= 2; threads++) {
             qkv_set_num_threads(threads);
-            qkv_init_uniform(u, -0.25, 0.75, 42, 7);
+            const double a = sqrt(6.0 / 8.0); /* a xavier bound: hi - lo is not a power of two */
+            qkv_init_uniform(u, -a, a, 42, 7);
             qkv_init_normal(g, 0.5, 0.02, 42, 1001);
             int64_t bad_u = -1, bad_g = -1;
             for (int64_t i = 0; i < n; i++) {
-                const qkv_real want_u = (qkv_real)(-0.25 + 1.0 * qkv_rng_uniform(42, 0, 7, (uint64_t)i));
+                const qkv_real want_u = (qkv_real)(-a + (a - -a) * qkv_rng_uniform(42, 0, 7, (uint64_t)i));
                 const qkv_real want_g = (qkv_real)(0.5 + 0.02 * qkv_rng_normal(42, 0, 1001, (uint64_t)i));
                 if (bad_u < 0 && ((qkv_real *)u->data)[i] != want_u) bad_u = i;
                 if (bad_g < 0 && ((qkv_real *)g->data)[i] != want_g) bad_g = i;

@@ -165,7 +165,7 @@ TEST(cli_data_spam_prepare_and_baseline) {
     CHECK_MSG(r.code == 1 && strstr(r.err, "--positive eggs is not a label of"), "%s", r.err);
     done(&r);
     r = run(dir, "data baseline spam --alpha 0");
-    CHECK(r.code == 2 && strstr(r.err, "--alpha needs a number in (0, 1e+06] (got '0')"));
+    CHECK(r.code == 2 && strstr(r.err, "--alpha needs a number in (0, 1000000] (got '0')"));
     done(&r);
     r = run(dir, "data baseline onlyone.tsv");
     CHECK(r.code == 2 && strstr(r.err, "give 'spam', or a training file and evaluation files"));

@@ -68,7 +68,9 @@ TEST(cli_real_option_honours_open_and_closed_bounds) {
     } cases[] = {{"0.5", true, true, 0.5},  {"1", true, true, 1},      {"1e-3", true, true, 1e-3},
                  {"0", true, false, 0},     {"0", false, true, 0},     {"1.5", true, false, 0},
                  {"-0.1", false, false, 0}, {"nan", false, false, 0}, {"inf", false, false, 0},
-                 {"", false, false, 0},     {"0.5x", false, false, 0}, {".5", true, true, 0.5}};
+                 {"", false, false, 0},     {"0.5x", false, false, 0}, {".5", true, true, 0.5},
+                 {"1e-400", false, false, 0}, /* underflows to 0: refused, not taken as 0 */
+                 {"1e400", false, false, 0}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char *argv[] = {"decode", "--top-p", (char *)cases[k].text};
         int i = 1;
@@ -113,7 +115,7 @@ TEST(cli_decode_and_eval_refuse_malformed_numbers_before_reading_the_run) {
         {"decode /nonexistent/run --nbest 3x", "qkv decode: --nbest needs an integer in 1..1024 (got '3x')"},
         {"decode /nonexistent/run --sample --top-p 1.5", "--top-p needs a number in (0, 1] (got '1.5')"},
         {"decode /nonexistent/run --sample --top-p 0", "--top-p needs a number in (0, 1] (got '0')"},
-        {"decode /nonexistent/run --sample --temperature -1", "--temperature needs a number in [0, 1e+06] (got '-1')"},
+        {"decode /nonexistent/run --sample --temperature -1", "--temperature needs a number in [0, 1000000] (got '-1')"},
         {"decode /nonexistent/run --sample --top-k -2", "--top-k needs an integer in 0..2147483647 (got '-2')"},
         {"decode /nonexistent/run --sample --seed -1", "--seed needs an integer in 0..18446744073709551615 (got '-1')"},
         {"decode /nonexistent/run --max-len 0", "--max-len needs an integer in 1..1000000 (got '0')"},

@@ -163,7 +163,7 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
     /* a layer or head the model does not have is refused, not an empty terminal view */
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat' --terminal --layer 1 --out %s/maps", QKV_CLI_PATH, r.run_dir, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 &&
-                  strstr(out, "--layer 1 is not in the model: it has 1 encoder layers and 2 heads"),
+                  strstr(out, "--layer 1 is not in the model: its encoder has 1 layer and 2 heads"),
               "attn --layer 1: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s 'the cat' --terminal --head 1 --out %s/maps", QKV_CLI_PATH, r.run_dir, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "encoder layer 0, head 1 (self)") &&

@@ -103,6 +103,11 @@ TEST(cli_attn_writes_every_map_and_the_terminal_view) {
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 &&
                   strstr(out, "--head 2 is not in the model: it has 2 encoder and 1 decoder layers and 2 heads"),
               "--head 2: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind cross --layer 1", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--layer 1 is not in the model: its decoder has 1 layer and 2 heads"),
+              "--kind cross --layer 1: %s", out);
+    snprintf(cmd, sizeof cmd, "%s attn %s bead --terminal --kind self --layer 1 --out %s/maps", QKV_CLI_PATH, run_dir, dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && strstr(out, "encoder layer 1, head 1 (self)"), "--kind self --layer 1: %s", out);
     snprintf(cmd, sizeof cmd, "%s attn %s bead --layer -1", QKV_CLI_PATH, run_dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--layer needs an integer in 0..1000000 (got '-1')"),
               "--layer -1: %s", out);

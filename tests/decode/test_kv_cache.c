@@ -244,6 +244,71 @@ TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
     qkv_model_free(m);
 }
 
+/* The source side of qkv_session_gather at a size where its copies through the scratch buffer
+ * run over the threads (an uncached session's encoder memory: 96 rows x 256 positions x d_model
+ * 16 = 1.5 MiB), through the move list (`to`) that only the source side uses: after two
+ * reordering gathers with fixed points and repeats, every row's memory and source ids are those
+ * of the source it now decodes, byte for byte, with 1 and with 2 threads. */
+TEST(kv_cache_large_gather_moves_source_rows_byte_for_byte) {
+    enum { N = 96, SRC = 256 };
+    qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 16, 2, 1);
+    c.n_decoder_layers = 1;
+    c.src_vocab = c.tgt_vocab = V;
+    c.dim_feedforward = 16;
+    c.dropout = 0;
+    c.max_len = 300;
+    c.pad_id = DT_PAD;
+    qkv_model *m = NULL;
+    CHECK_OK(qkv_model_new(&c, 91, &m));
+    if (!m) return;
+    const int saved = qkv_get_num_threads();
+    int32_t *src = malloc(sizeof(int32_t) * N * SRC), first[N], second[N], holds[N];
+    for (int32_t i = 0; i < N * SRC; i++)
+        src[i] = 1 + (int32_t)((i * 5 + i / SRC * 7) % (V - 1)); /* never pad; rows differ */
+    for (int32_t i = 0; i < N; i++) {
+        first[i] = i % 4 == 0 ? i : (i * 29 + 3) % N; /* every fourth row stays */
+        second[i] = (i * 53 + 17) % N;
+    }
+    for (int threads = 1; threads <= 2 && src; threads++) {
+        qkv_set_num_threads(threads);
+        qkv_session_params p = qkv_session_default_params();
+        p.max_rows = N;
+        p.max_len = 4;
+        p.max_src_len = SRC;
+        p.use_cache = false; /* the encoder memory is kept per row and moves with the rows */
+        p.kernels = qkv_test_kernels;
+        qkv_session *s = NULL;
+        CHECK_OK(qkv_session_new(m, &p, &s));
+        if (s) CHECK_OK(qkv_session_encode(s, src, N, SRC));
+        if (!s || !s->memory) {
+            qkv_session_free(s);
+            break;
+        }
+        const size_t row = (size_t)SRC * (size_t)s->C;
+        qkv_real *encoded = malloc(sizeof(qkv_real) * row * N); /* source b's memory, as encoded */
+        if (encoded) memcpy(encoded, s->memory, sizeof(qkv_real) * row * N);
+        for (int32_t i = 0; i < N; i++) holds[i] = i;
+        int64_t bad = 0;
+        for (int g = 0; g < 2 && encoded; g++) {
+            const int32_t *rows = g ? second : first;
+            int32_t next[N];
+            for (int32_t i = 0; i < N; i++) next[i] = holds[rows[i]];
+            memcpy(holds, next, sizeof holds);
+            CHECK_OK(qkv_session_gather(s, rows, N));
+            for (int32_t i = 0; i < N; i++) {
+                bad += memcmp(s->memory + (size_t)i * row, encoded + (size_t)holds[i] * row, sizeof(qkv_real) * row) != 0;
+                bad += memcmp(s->src + (size_t)i * SRC, src + (size_t)holds[i] * SRC, sizeof(int32_t) * SRC) != 0;
+            }
+        }
+        CHECK_MSG(encoded && bad == 0, "%d thread(s): %lld memory / source rows moved wrong", threads, (long long)bad);
+        free(encoded);
+        qkv_session_free(s);
+    }
+    qkv_set_num_threads(saved);
+    free(src);
+    qkv_model_free(m);
+}
+
 /* Memory: the session's arena reaches its high-water mark when the session is created (the
  * measure run, which allocates without computing the products or the cached attention);
  * decoding steps neither grow it nor call malloc, whatever the attention variant. */

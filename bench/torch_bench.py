@@ -2,7 +2,7 @@
 """PyTorch side of bench/compare.sh: the issue-4 configurations on CPU, one measurement per process.
 
   /usr/bin/python3 bench/torch_bench.py --config S|B|gpt2 --mode train  [--threads N --steps N --warmup N]
-  /usr/bin/python3 bench/torch_bench.py --config S|B      --mode decode [--threads N --reps R --beam K]
+  /usr/bin/python3 bench/torch_bench.py --config S|B      --mode decode [--threads N --reps R --beam K --search greedy|beam|both]
   /usr/bin/python3 bench/torch_bench.py --mode attention --seq T [--batch B --reps R --impl sdpa|manual]
   /usr/bin/python3 bench/torch_bench.py --config S|B|gpt2 --mode flops
 
@@ -276,7 +276,7 @@ def beam_decode(model, src, n_tokens, k, bos=1):
     return ys[:, 1:].reshape(B, k, n_tokens)[:, 0]
 
 
-def run_decode(name, c, reps, beam, seed):
+def run_decode(name, c, reps, beam, seed, search_sel="both"):
     torch.manual_seed(seed)
     model = Seq2Seq(c)
     model.eval()
@@ -286,6 +286,8 @@ def run_decode(name, c, reps, beam, seed):
     rows = []
     for search, fn in (("greedy", lambda: greedy_decode(model, src, n)),
                        ("beam", lambda: beam_decode(model, src, n, beam))):
+        if search_sel not in ("both", search):
+            continue
         fn()  # warm-up
         times = []
         for _ in range(reps):
@@ -344,6 +346,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=None, help="untimed training steps (default S 3, else 2)")
     ap.add_argument("--reps", type=int, default=3, help="timed decodes / attention runs")
     ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--search", choices=["greedy", "beam", "both"], default="both", help="decode: which searches")
     ap.add_argument("--seq", type=int, help="attention: T")
     ap.add_argument("--batch", type=int, default=1, help="attention: B")
     ap.add_argument("--impl", choices=["sdpa", "manual"], default="sdpa", help="attention implementation")
@@ -366,7 +369,7 @@ def main():
         elif a.mode == "decode":
             if c["arch"] != "encdec":
                 ap.error("--mode decode needs config S or B")
-            rows = run_decode(a.config, c, a.reps, a.beam, a.seed)
+            rows = run_decode(a.config, c, a.reps, a.beam, a.seed, a.search)
         else:
             rows = [dict(impl="torch", mode="flops", config=a.config, flop_per_tok=flops_per_target_token(c))]
     for r in rows:

@@ -21,15 +21,16 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample | --mask-predict K] [--nbest N]\n"
                "                      [--length-beam L] [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
-               "                      [--seed S] [--max-len N] [--tokens]\n\n"
+               "                      [--seed S] [--max-len N] [--tokens] [--threads N]\n\n"
                "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
                "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
                "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
                "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
                "parallel pass) over the L most probable target lengths (default 5, at least N).\n\n"
-               "--max-len N: at most N generated symbols, <eos> included (default: what the model's max_len allows).\n\n"
-               "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream\n"
-               "applies to them). Language-model runs (task = lm) continue each line (a prompt, possibly empty) and\n"
+               "--max-len N: at most N generated symbols, <eos> included (default: what the model's max_len allows).\n"
+               "--threads N: threads (default 0: all cores); the output does not depend on it.\n\n"
+               "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream and\n"
+               "--threads apply to them). Language-model runs (task = lm) continue each line (a prompt, possibly empty) and\n"
                "print prompt<TAB>continuation: greedy by default, or --beam / --sample with the options above.\n\n"
                "examples:\n"
                "  echo qubit | qkv decode runs/g2p\n"
@@ -112,6 +113,7 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.beam_size = 4;
     dp.n_best = 1;
     bool stream = false, tokens = false, strategy_set = false;
+    int threads = 0; /* 0: all cores */
     const char *s2s_only = NULL; /* an option of seq2seq runs */
     const char *search = NULL;   /* a search option: seq2seq runs and tasks that generate (lm) */
     for (int i = 1; i < argc; i++) {
@@ -121,7 +123,7 @@ int qkv_cmd_decode(int argc, char **argv) {
         bool is_search = false;
         for (size_t k = 0; k < sizeof search_opts / sizeof *search_opts; k++) is_search |= !strcmp(a, search_opts[k]);
         if (is_search) search = a;
-        else if (strcmp(a, "--stream") && a[0] == '-') s2s_only = a;
+        else if (strcmp(a, "--stream") && strcmp(a, "--threads") && a[0] == '-') s2s_only = a;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -149,6 +151,8 @@ int qkv_cmd_decode(int argc, char **argv) {
             if (!cli_u64_option("decode", argc, argv, &i, &dp.seed)) return 2;
         } else if (!strcmp(a, "--max-len")) {
             if (!cli_int_option("decode", argc, argv, &i, 1, 1000000, &dp.max_len)) return 2;
+        } else if (!strcmp(a, "--threads")) {
+            if (!cli_int_option("decode", argc, argv, &i, 0, 4096, &threads)) return 2;
         } else if (!strcmp(a, "--stream")) {
             stream = true;
         } else if (!strcmp(a, "--tokens")) {
@@ -167,6 +171,7 @@ int qkv_cmd_decode(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    qkv_set_num_threads(threads);
     if (dp.strategy == QKV_DECODE_BEAM && dp.n_best > dp.beam_size) dp.beam_size = dp.n_best;
     run_dir r;
     if (run_dir_load(run, &r)) {

@@ -120,6 +120,7 @@ TEST(cli_decode_and_eval_refuse_malformed_numbers_before_reading_the_run) {
         {"decode /nonexistent/run --sample --seed -1", "--seed needs an integer in 0..18446744073709551615 (got '-1')"},
         {"decode /nonexistent/run --max-len 0", "--max-len needs an integer in 1..1000000 (got '0')"},
         {"decode /nonexistent/run --beam", "qkv decode: --beam needs an integer in 1..1024\n"},
+        {"decode /nonexistent/run --threads -1", "qkv decode: --threads needs an integer in 0..4096 (got '-1')"},
         {"eval /nonexistent/run data.tsv --beam 0", "qkv eval: --beam needs an integer in 1..1024 (got '0')"},
         {"eval /nonexistent/run data.tsv --threads many", "qkv eval: --threads needs an integer in 0..4096 (got 'many')"},
         {"eval /nonexistent/run data.tsv --show -1", "qkv eval: --show needs an integer in 0..2147483647 (got '-1')"},

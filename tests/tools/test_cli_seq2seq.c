@@ -38,6 +38,12 @@ TEST(cli_train_resume_eval_decode) {
     int lines = 0;
     for (const char *c = out; *c; c++) lines += *c == '\n';
     CHECK_MSG(lines == 4 && strstr(out, "bead\t") && strstr(out, "face\t"), "decode output: %s", out);
+    /* --threads: the same hypotheses and scores on 1 and 2 threads */
+    char one[1024];
+    snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --beam 3 --nbest 2 --threads 1", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(cli_exec(cmd, one, sizeof one) == 0, "decode --threads 1: %s", one);
+    snprintf(cmd, sizeof cmd, "printf 'bead\\nface\\n' | %s decode %s --beam 3 --nbest 2 --threads 2", QKV_CLI_PATH, run_dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strcmp(out, one), "decode --threads 2: '%s', 1 thread: '%s'", out, one);
     /* an unknown character: file and line */
     snprintf(path, sizeof path, "%s/words.txt", dir);
     cli_write_file(path, "bad\nb@d\n");

@@ -10,6 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The one refusal message of every option: false, for the callers to return. */
+static bool refuse(const char *cmd, const char *opt, const char *what, const char *text) {
+    fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, opt, what, text);
+    return false;
+}
+
 /* The option's value text, or NULL (with the message) when the command line ends at the option. */
 static const char *value_of(const char *cmd, int argc, char **argv, const int *i, const char *what) {
     if (*i + 1 < argc) return argv[*i + 1];
@@ -25,10 +31,8 @@ bool cli_int_option(const char *cmd, int argc, char **argv, int *i, long long lo
     char *end = NULL;
     errno = 0;
     const long long v = strtoll(text, &end, 10);
-    if (!*text || isspace((unsigned char)*text) || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
-        return false;
-    }
+    if (!*text || isspace((unsigned char)*text) || *end || errno || v < lo || v > hi)
+        return refuse(cmd, argv[*i], what, text);
     *out = (int)v;
     *i += 1;
     return true;
@@ -52,10 +56,8 @@ bool cli_real_option(const char *cmd, int argc, char **argv, int *i, double lo, 
     errno = 0;
     const double v = strtod(text, &end); /* ERANGE: 1e-400 would be 0, 1e400 inf */
     if (!*text || isspace((unsigned char)*text) || *end || errno == ERANGE || !isfinite(v) || v < lo ||
-        (lo_open && v == lo) || v > hi) {
-        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
-        return false;
-    }
+        (lo_open && v == lo) || v > hi)
+        return refuse(cmd, argv[*i], what, text);
     *out = v;
     *i += 1;
     return true;
@@ -68,10 +70,8 @@ bool cli_u64_option(const char *cmd, int argc, char **argv, int *i, uint64_t *ou
     char *end = NULL;
     errno = 0;
     const unsigned long long v = strtoull(text, &end, 10);
-    if (!isdigit((unsigned char)*text) || *end || errno) { /* strtoull would take "-1" as 2^64 - 1 */
-        fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, argv[*i], what, text);
-        return false;
-    }
+    if (!isdigit((unsigned char)*text) || *end || errno) /* strtoull would take "-1" as 2^64 - 1 */
+        return refuse(cmd, argv[*i], what, text);
     *out = (uint64_t)v;
     *i += 1;
     return true;

@@ -42,7 +42,7 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
             for (int32_t r = 0; r < n; r++) {
                 const qkv_real *row = logits + (size_t)r * V;
                 if (dec_forced(j, input[r] / width, t) < 0)
-                    best[r] = dec_argmax_logits(j, row, dec_logsumexp(row, V), &best_logp[r]);
+                    best[r] = dec_argmax_logits(j, row, &best_logp[r]);
             }
         }
         int32_t n_keep = 0;
@@ -100,7 +100,8 @@ int32_t dec_argmax(const dec_job *j, const double *logp) {
     return best;
 }
 
-int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double lse, double *logp_best) {
+int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double *logp_best) {
+    const double lse = dec_logsumexp(logits, j->V);
     int32_t best = j->pad_id == 0 && j->V > 1 ? 1 : 0; /* as dec_argmax */
     double top = best == j->pad_id ? -INFINITY : (double)logits[best] - lse;
     for (int32_t v = best + 1; v < j->V; v++) {

@@ -138,9 +138,9 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
 
 /* The most probable token of a log-probability row (ties: the lowest id; never pad_id). */
 int32_t dec_argmax(const dec_job *j, const double *logp);
-/* dec_argmax of dec_log_softmax(logits) with lse = dec_logsumexp(logits, V), the values made on
- * the fly (the same doubles, so the same token); *logp_best: its log-probability. */
-int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double lse, double *logp_best);
+/* dec_argmax of the row dec_log_softmax(logits) would write, its values made on the fly (the same
+ * doubles, so the same token); *logp_best: that token's log-probability. */
+int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double *logp_best);
 
 /* Order each input's stored hypotheses by normalised score, best first (stable). */
 void dec_sort_hypotheses(qkv_hypotheses *h);

@@ -248,7 +248,6 @@ void qkv_gemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 #ifdef QKV_WITH_BLAS
-
 static void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
                       const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
                       qkv_real *c, int64_t ldc) {

@@ -120,7 +120,7 @@ static void init_params(qkv_model *m, uint64_t seed) {
 
 /* The model's structure and parameter block; initialised from seed when init, else left for
  * qkv_model_load to fill (it requires every parameter in the file, so initialising values that
- * are overwritten at once would only cost time: ~0.1 s of every `qkv decode` of a G2P model). */
+ * are overwritten at once would only cost time: ~0.3 s of every `qkv decode` of a G2P model). */
 static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool init, qkv_model **out) {
     *out = NULL;
     qkv_status st = qkv_model_config_check(cfg);

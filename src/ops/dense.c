@@ -102,7 +102,10 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
     qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, (*x)->ndim, shape); /* (..., O) */
     if (!y) return NULL;
     qkv_real *yd = qkv__data(y);
-    if (ctx->measure_only) return memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O)), y;
+    if (ctx->measure_only) { /* the session's arena measure run (internal.h): zeros, no product */
+        memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O));
+        return y;
+    }
     if (*bias) bias_rows(N, O, qkv__data(*bias), yd);
     pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(*x), I, qkv__data(*weight), I, *bias ? 1 : 0, yd, O);
     return y;

@@ -181,20 +181,27 @@ TEST(kv_cache_gather_moves_every_row_with_its_cache) {
     }
 }
 
+/* The large-gather tests' model: one layer per stack, 2 heads, FFN 16, vocabulary V, no dropout
+ * (NULL after a failed check). */
+static qkv_model *one_layer_model(qkv_arch arch, int32_t d_model, int32_t max_len, uint64_t seed) {
+    qkv_model_config c = qkv_model_default_config(arch, d_model, 2, 1);
+    c.src_vocab = c.tgt_vocab = V;
+    c.dim_feedforward = 16;
+    c.dropout = 0;
+    c.max_len = max_len;
+    c.pad_id = DT_PAD;
+    qkv_model *m = NULL;
+    CHECK_OK(qkv_model_new(&c, seed, &m));
+    return m;
+}
+
 /* qkv_session_gather at a size where the copies through the scratch buffer run over the threads
  * (>= 1 MiB per cache: 64 rows x 520 positions x d_model 8): after an expanding, reordering gather
  * with fixed points and repeats, every row's filled self-attention keys and values and its token
  * history are the old row's, byte for byte, with 1 and with 2 threads. */
 TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
     enum { N = 64, LEN = 520 };
-    qkv_model_config c = qkv_model_default_config(QKV_ARCH_DECODER, 8, 2, 1);
-    c.src_vocab = c.tgt_vocab = V;
-    c.dim_feedforward = 16;
-    c.dropout = 0;
-    c.max_len = 600;
-    c.pad_id = DT_PAD;
-    qkv_model *m = NULL;
-    CHECK_OK(qkv_model_new(&c, 90, &m));
+    qkv_model *m = one_layer_model(QKV_ARCH_DECODER, 8, 600, 90);
     if (!m) return;
     const int saved = qkv_get_num_threads();
     int32_t *tok = malloc(sizeof(int32_t) * N * LEN), rows[N];
@@ -251,15 +258,7 @@ TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
  * of the source it now decodes, byte for byte, with 1 and with 2 threads. */
 TEST(kv_cache_large_gather_moves_source_rows_byte_for_byte) {
     enum { N = 96, SRC = 256 };
-    qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 16, 2, 1);
-    c.n_decoder_layers = 1;
-    c.src_vocab = c.tgt_vocab = V;
-    c.dim_feedforward = 16;
-    c.dropout = 0;
-    c.max_len = 300;
-    c.pad_id = DT_PAD;
-    qkv_model *m = NULL;
-    CHECK_OK(qkv_model_new(&c, 91, &m));
+    qkv_model *m = one_layer_model(QKV_ARCH_ENCODER_DECODER, 16, 300, 91);
     if (!m) return;
     const int saved = qkv_get_num_threads();
     int32_t *src = malloc(sizeof(int32_t) * N * SRC), first[N], second[N], holds[N];

@@ -139,6 +139,7 @@ static int single(int64_t B, int64_t T, bool causal, double dropout, int reps, b
 }
 
 int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
     int64_t max_t = 4096, ref_max_t = 1024, seq = 0, batch = 1;
     int reps = 3;
     double dropout = 0;

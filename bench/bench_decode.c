@@ -133,6 +133,7 @@ static void print_json(const bench_config *c, const char *search, int32_t K, boo
 }
 
 int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
     const bench_config *c = bench_find_config("S");
     int threads = 0, reps = 3;
     int32_t B = 0, T = 0, K = 5;

@@ -102,6 +102,7 @@ static int ceiling(bool json) {
 }
 
 int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
     int threads = 0;
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false;

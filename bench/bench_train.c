@@ -100,6 +100,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
     const bench_config *c = NULL;
     int threads = 0, steps = -1, warmup = -1;
     uint64_t seed = 0;

@@ -20,7 +20,8 @@
 #      is under min(--attn-mem-cap-gib, default 8, half of MemAvailable); otherwise the table
 #      says "does not fit" with the estimate.
 # PyTorch runs with OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=N OPENBLAS_NUM_THREADS=N and
-# torch.set_num_threads(N) (the anchors' tuned setting); qkv with --threads N and
+# torch.set_num_threads(N) (the anchors' tuned setting), and both with the OpenBLAS kernels qkv
+# chooses (OPENBLAS_CORETYPE, where OpenBLAS does not recognise the CPU); qkv with --threads N and
 # OMP_WAIT_POLICY=P (--qkv-wait-policy, default "default": the variable removed, so libgomp
 # spins ~300k iterations before it sleeps, which is what a user gets and qkv's best on a quiet
 # machine: qkv runs every OpenBLAS call inside its own OpenMP regions, so nothing spins against
@@ -108,8 +109,19 @@ default) unset OMP_WAIT_POLICY ;;
 unset) ;;
 *) export OMP_WAIT_POLICY=$QKV_WAIT ;;
 esac
+# OpenBLAS's kernels, the same for both sides: where OpenBLAS falls back to its generic ones on a
+# CPU it does not know, qkv's programs re-execute themselves with OPENBLAS_CORETYPE set (qkv
+# --version says so); PyTorch runs on the same OpenBLAS and is tuned the same way here.
+if [ -z "${OPENBLAS_CORETYPE+set}" ]; then
+    KERNELS=$("$BUILD/qkv" --version | sed -n 's/^blas kernels: \([^ ]*\) (OPENBLAS_CORETYPE=.* set by qkv.*/\1/p')
+    if [ -n "$KERNELS" ]; then
+        export OPENBLAS_CORETYPE=$KERNELS
+        echo "compare.sh: OpenBLAS does not recognise this CPU; both sides run OPENBLAS_CORETYPE=$KERNELS" >&2
+    fi
+fi
+meta blas_kernels "$("$BUILD/qkv" --version | sed -n 's/^blas kernels: //p')"
 meta qkv_env "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (libgomp default)} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
-meta torch_env "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS"
+meta torch_env "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 meta torch "$([ $TORCH = 1 ] && "$PYTHON" -c 'import torch; print(torch.__version__)' || echo absent)"
 echo "compare.sh: results in $OUT (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 

@@ -87,6 +87,8 @@ def main():
              else "PyTorch absent (its side skipped)")
     p(f"{threads} thread(s); {meta.get('reps', '?')} repetition(s){' (--quick)' if meta.get('quick') == '1' else ''}; "
       f"{torch}; qkv with {meta.get('qkv_env', '?')}.")
+    if "blas_kernels" in meta:
+        p(f"OpenBLAS kernels: {meta['blas_kernels']}.")
     p("")
     if ceiling:
         p(f"sgemm ceiling (raw cblas_sgemm 2048^3, {threads} thread(s), median of 9 samples per run): "

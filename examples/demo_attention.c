@@ -96,6 +96,8 @@ static void print_attention(const qkv_tensor *w, const int32_t *x) {
 }
 
 int main(int argc, char **argv) {
+    /* OpenBLAS's AVX kernels where it did not recognise the CPU (qkv_base.h) */
+    if (qkv_blas_reexec_with_advice(argv) != QKV_OK) fprintf(stderr, "demo_attention: %s\n", qkv_last_error());
     int steps = 600, threads = 0;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {

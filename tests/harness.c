@@ -66,6 +66,9 @@ static int by_name(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    /* The OpenBLAS kernels the CLI runs (it re-executes itself the same way), so the tests that
+     * compare the library's results in this process with the CLI's see the same bits. */
+    if (qkv_blas_reexec_with_advice(argv) != QKV_OK) fprintf(stderr, "qkv_tests: %s\n", qkv_last_error());
     const char *filters[64];
     int n_filters = 0;
     int list = 0, verbose = 0;

@@ -6,6 +6,7 @@
 #include "commands.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const qkv_command commands[] = {
@@ -26,6 +27,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* Before anything is read or written: where OpenBLAS fell back to its generic kernels on a
+     * CPU it does not know, start again with its AVX-512 / AVX2 ones (qkv_base.h). */
+    if (qkv_blas_reexec_with_advice(argv) != QKV_OK) fprintf(stderr, "qkv: note: %s\n", qkv_last_error());
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -36,6 +40,13 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
         printf("qkv %s\n", qkv_version());
+        const char *coretype = getenv("OPENBLAS_CORETYPE"), *was = getenv("QKV_BLAS_REEXEC");
+        if (coretype && was)
+            printf("blas kernels: %s (OPENBLAS_CORETYPE=%s set by qkv: OpenBLAS chose %s for this CPU)\n",
+                   qkv_blas_kernel(), coretype, was);
+        else
+            printf("blas kernels: %s (%s)\n", qkv_blas_kernel(),
+                   coretype ? "OPENBLAS_CORETYPE set by the user" : "the BLAS library's own choice");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -216,6 +216,11 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
  * n k >= 4096. */
 #define QKV_SMALL_M_ROWS 16
 bool qkv__gemm_small_m_available(void);
+/* qkv_blas_kernel_advice's rule on its inputs (blas_kernel.c; exposed for its test): OpenBLAS's
+ * core name, OPENBLAS_CORETYPE (NULL when unset) and the CPU's AVX-512 (F, DQ, BW, VL) and
+ * AVX2 + FMA. */
+const char *qkv__blas_kernel_advice_for(const char *corename, const char *coretype_env, bool avx512,
+                                        bool avx2_fma);
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);

@@ -112,14 +112,15 @@ esac
 # OpenBLAS's kernels, the same for both sides: where OpenBLAS falls back to its generic ones on a
 # CPU it does not know, qkv's programs re-execute themselves with OPENBLAS_CORETYPE set (qkv
 # --version says so); PyTorch runs on the same OpenBLAS and is tuned the same way here.
+KERNELS_LINE=$("$BUILD/qkv" --version | sed -n 's/^blas kernels: //p')
+meta blas_kernels "$KERNELS_LINE"
 if [ -z "${OPENBLAS_CORETYPE+set}" ]; then
-    KERNELS=$("$BUILD/qkv" --version | sed -n 's/^blas kernels: \([^ ]*\) (OPENBLAS_CORETYPE=.* set by qkv.*/\1/p')
+    KERNELS=$(printf '%s\n' "$KERNELS_LINE" | sed -n 's/^\([^ ]*\) (OPENBLAS_CORETYPE=.* set by qkv.*/\1/p')
     if [ -n "$KERNELS" ]; then
         export OPENBLAS_CORETYPE=$KERNELS
         echo "compare.sh: OpenBLAS does not recognise this CPU; both sides run OPENBLAS_CORETYPE=$KERNELS" >&2
     fi
 fi
-meta blas_kernels "$("$BUILD/qkv" --version | sed -n 's/^blas kernels: //p')"
 meta qkv_env "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (libgomp default)} OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 meta torch_env "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 meta torch "$([ $TORCH = 1 ] && "$PYTHON" -c 'import torch; print(torch.__version__)' || echo absent)"

@@ -5,8 +5,11 @@
  *
  * Two loops over buffers of M MiB (default 100, about one config-B decoding step's fp32 weights,
  * far past the caches), each thread taking a contiguous slice:
- *   read: x ^= a[i] over uint64 words (an XOR reduction: one load and one XOR per 8 bytes, so the
- *         loop is bound by memory, not by arithmetic), GB/s = M MiB / seconds;
+ *   read: x ^= a[i] over uint64 words, an XOR reduction vectorised by `omp simd` (a 1 MiB buffer,
+ *         in the L2, reads at 45 GB/s per thread, so past the caches the loop measures the memory),
+ *         GB/s = M MiB / seconds. Until session 9 the loop was scalar and read no faster than ~17
+ *         GB/s from the L2 either: the read figures of sessions 5 to 8 (11.6 GB/s) were the
+ *         loop's limit, not the memory's (BENCHMARKS.md, "Session 9");
  *   copy: b[i] = a[i] (read + write), GB/s = 2 M MiB / seconds.
  * Best of R repetitions (default 10) after one untimed pass that faults the pages in.
  * What it is for: the floor of memory-bound work (greedy decoding streams every weight once per
@@ -29,7 +32,7 @@
 static uint64_t read_xor(const uint64_t *a, int64_t n) {
     uint64_t x = 0;
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) reduction(^ : x)
+#pragma omp parallel for simd schedule(static) reduction(^ : x)
 #endif
     for (int64_t i = 0; i < n; i++) x ^= a[i];
     return x;

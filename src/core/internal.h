@@ -216,6 +216,9 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
  * n k >= 4096. */
 #define QKV_SMALL_M_ROWS 16
 bool qkv__gemm_small_m_available(void);
+/* For the tests: the small-M kernel on 8 lanes (AVX2) even where the CPU has AVX-512 (lanes = 8),
+ * or back to the CPU's widest (0). */
+void qkv__gemm_small_m_lanes(int lanes);
 /* qkv_blas_kernel_advice's rule on its inputs (blas_kernel.c; exposed for its test): OpenBLAS's
  * core name, OPENBLAS_CORETYPE (NULL when unset) and the CPU's AVX-512 (F, DQ, BW, VL) and
  * AVX2 + FMA. */

@@ -19,6 +19,14 @@
  * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
  * Row blocks of B are spread over OpenMP threads.
  *
+ * With AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
+ * accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
+ * while the first 4 rows of A use this one): 1.35x the AVX2 kernel's speed on a config-B decoding
+ * step's weights streamed from memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9").
+ * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
+ * lane count is part of the bits: CPUs with and without AVX-512 round differently (docs/design.md,
+ * determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets the tests run both).
+ *
  * Used in BLAS builds (float) on x86-64 CPUs with AVX2 and FMA by qkv_gemm and by the batched
  * products of qkv__gemm_batched2 (gemm.c), for !trans_a && trans_b with m <= QKV_SMALL_M_ROWS and
  * n k >= 4096 (qkv__gemm_uses_small_m): a decoding step's linear layers, and attention scores
@@ -112,6 +120,102 @@ __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0,
     }
 }
 
+/* The 16-lane kernel (AVX-512F). */
+enum { NB_WIDE = 6, MB_WIDE = 4 };
+
+/* The sum of the 16 lanes: lanes l and l + 8 first, then hsum8's order. */
+__attribute__((target("avx512f"), always_inline)) static inline float hsum16(__m512 v) {
+    const __m256 lo = _mm512_castps512_ps256(v);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 s = _mm256_add_ps(lo, hi);
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+
+/* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next (NULL: none) are rows of B to
+ * prefetch, one cache line per step of k. The empty asm statements keep each loaded vector in a
+ * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
+__attribute__((target("avx512f"), always_inline)) static inline void block_wide(
+    int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
+    const float *const *next, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
+    __m512 acc[MB_WIDE][NB_WIDE];
+#pragma GCC unroll 4
+    for (int i = 0; i < mb; i++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NB_WIDE; j++) acc[i][j] = _mm512_setzero_ps();
+    const int64_t k16 = k & ~(int64_t)15;
+    for (int64_t p = 0; p < k16; p += 16) {
+        __m512 bv[NB_WIDE];
+#pragma GCC unroll 6
+        for (int j = 0; j < NB_WIDE; j++) {
+            bv[j] = _mm512_loadu_ps(b[j] + p);
+            __asm__("" : "+v"(bv[j]));
+            if (next) _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < mb; i++) {
+            __m512 av = _mm512_loadu_ps(a + i * lda + p);
+            __asm__("" : "+v"(av));
+#pragma GCC unroll 6
+            for (int j = 0; j < NB_WIDE; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+    if (k16 < k) { /* the masked lanes read nothing and add 0 * 0 */
+        __m512 bv[NB_WIDE];
+#pragma GCC unroll 6
+        for (int j = 0; j < NB_WIDE; j++) bv[j] = _mm512_maskz_loadu_ps(tail_mask, b[j] + k16);
+#pragma GCC unroll 4
+        for (int i = 0; i < mb; i++) {
+            const __m512 av = _mm512_maskz_loadu_ps(tail_mask, a + i * lda + k16);
+#pragma GCC unroll 6
+            for (int j = 0; j < NB_WIDE; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mb; i++)
+#pragma GCC unroll 6
+        for (int j = 0; j < nb; j++) {
+            const float s = alpha * hsum16(acc[i][j]);
+            c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+        }
+}
+
+/* rows_of_b with the 16-lane blocks; the rows of A past the last 4 go one at a time. */
+__attribute__((target("avx512f"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
+                                                               float alpha, const float *a, int64_t lda,
+                                                               const float *b, int64_t ldb, float beta, float *c,
+                                                               int64_t ldc) {
+    const __mmask16 tail_mask = (__mmask16)((1u << (k & 15)) - 1);
+    for (int64_t j = j0; j < j1; j += NB_WIDE) {
+        const int nb = j1 - j < NB_WIDE ? (int)(j1 - j) : NB_WIDE;
+        const float *rows[NB_WIDE], *next[NB_WIDE];
+        for (int t = 0; t < NB_WIDE; t++) {
+            rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
+            next[t] = j + NB_WIDE + t < j1 ? rows[t] + NB_WIDE * ldb : rows[t];
+        }
+        int64_t i = 0;
+        for (; i + MB_WIDE <= m; i += MB_WIDE)
+            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, i == 0 ? next : NULL, beta, c + i * ldc + j,
+                       ldc, tail_mask);
+        for (; i < m; i++)
+            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, i == 0 ? next : NULL, beta, c + i * ldc + j, ldc,
+                       tail_mask);
+    }
+}
+
+/* 16 lanes where the CPU has AVX-512F unless a test asked for 8 (qkv__gemm_small_m_lanes). */
+static int requested_lanes = 0;
+
+void qkv__gemm_small_m_lanes(int lanes) {
+    requested_lanes = lanes == 8 || lanes == 16 ? lanes : 0;
+}
+
+static bool wide_lanes(void) {
+    return requested_lanes != 8 && __builtin_cpu_supports("avx512f");
+}
+
 bool qkv__gemm_small_m_available(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
@@ -124,19 +228,23 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
         return;
     }
-    /* Chunks of B's rows from the shape alone, one chunk per iteration. */
-    enum { CHUNK = 48 * NB };
+    /* Chunks of B's rows from the shape alone, one chunk per iteration (a multiple of both NB). */
+    enum { CHUNK = 144 };
+    _Static_assert(CHUNK % NB == 0 && CHUNK % NB_WIDE == 0, "chunks hold whole blocks of B's rows");
     const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+    const bool wide = wide_lanes();
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (m * n * k > ((int64_t)1 << 18))
 #endif
     for (int64_t t = 0; t < chunks; t++) {
         const int64_t j0 = t * CHUNK, j1 = j0 + CHUNK < n ? j0 + CHUNK : n;
-        rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
 }
 #else
 bool qkv__gemm_small_m_available(void) { return false; }
+void qkv__gemm_small_m_lanes(int lanes) { (void)lanes; }
 
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc) {

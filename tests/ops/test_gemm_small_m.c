@@ -8,6 +8,7 @@
  *   larger than the rows filled with NaN (and NaN after the last row: a read outside [0, k) would
  *   show) and a sentinel in C's padding catch any indexing slip.
  * - BLAS semantics: beta = 0 ignores NaN in C.
+ * - Both widths the CPU has (8 lanes with AVX2, 16 with AVX-512F), each test at each.
  * - Rounding: on random floats within a k-proportional bound of the double reference; each row
  *   of C has the same bits whatever the other rows (an M = 16 product against 16 one-row
  *   products: batched decoding gives a hypothesis the bits it gets alone) and whatever the
@@ -32,6 +33,17 @@
 #endif
 
 #ifndef QKV_DOUBLE
+/* The kernel's widths on this CPU: 8 lanes (AVX2) always, 16 (AVX-512F) where it has them. Each
+ * test below runs at every one of them (qkv__gemm_small_m_lanes) and goes back to the default. */
+static int kernel_widths(int widths[2]) {
+    int n = 0;
+    widths[n++] = 8;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f")) widths[n++] = 16;
+#endif
+    return n;
+}
+
 static void fill_small_ints(qkv_real *x, int64_t n, uint64_t seed) {
     tu_fill_uniform(x, n, -3.49, 3.49, seed);
     for (int64_t i = 0; i < n; i++) x[i] = (qkv_real)lround((double)x[i]);
@@ -74,12 +86,21 @@ static void exact_case(int64_t m, int64_t n, int64_t k, float alpha, float beta,
 TEST(gemm_small_m_exact_on_every_edge_path) {
     NEED_KERNEL();
 #ifndef QKV_DOUBLE
-    const int64_t ms[] = {1, 2, 3, 4, 5, 7, 16}, ns[] = {1, 2, 3, 4, 5, 145, 301}, ks[] = {1, 7, 8, 9, 15, 64, 67, 515};
+    /* row blocks of 4 and single rows; column tails of NB = 3 and NB_WIDE = 6 blocks and of a
+     * 144-row chunk; k tails of the 8 and 16 lanes */
+    const int64_t ms[] = {1, 2, 3, 4, 5, 7, 16}, ns[] = {1, 2, 3, 4, 5, 11, 145, 301},
+                  ks[] = {1, 7, 8, 9, 15, 16, 17, 31, 64, 67, 515};
     const float ab[][2] = {{1, 0}, {-2, 1}, {0.5f, -0.5f}};
-    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-        for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
-            for (size_t l = 0; l < sizeof ks / sizeof *ks; l++)
-                for (int s = 0; s < 3; s++) exact_case(ms[i], ns[j], ks[l], ab[s][0], ab[s][1], (i + j + l) % 3);
+    int widths[2];
+    const int n_widths = kernel_widths(widths);
+    for (int w = 0; w < n_widths; w++) {
+        qkv__gemm_small_m_lanes(widths[w]);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+            for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
+                for (size_t l = 0; l < sizeof ks / sizeof *ks; l++)
+                    for (int s = 0; s < 3; s++) exact_case(ms[i], ns[j], ks[l], ab[s][0], ab[s][1], (i + j + l) % 3);
+    }
+    qkv__gemm_small_m_lanes(0);
 #endif
 }
 
@@ -88,17 +109,23 @@ TEST(gemm_small_m_beta_zero_ignores_nan) {
 #ifndef QKV_DOUBLE
     enum { M = 3, N = 5, K = 9 };
     float a[M * K], b[N * K], c[M * N];
-    fill_small_ints(a, M * K, 31);
-    fill_small_ints(b, N * K, 32);
-    for (int i = 0; i < M * N; i++) c[i] = NAN;
-    qkv__gemm_small_m(M, N, K, 1, a, K, b, K, 0, c, N);
-    for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == c[i], "C[%d] is NaN after beta = 0", i);
-    /* alpha = 0: A and B are not read (BLAS): NaN there leaves C = beta C */
-    a[4] = NAN;
-    b[7] = INFINITY;
-    for (int i = 0; i < M * N; i++) c[i] = (float)i;
-    qkv__gemm_small_m(M, N, K, 0, a, K, b, K, 0.5f, c, N);
-    for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == 0.5f * (float)i, "C[%d] = %g after alpha = 0", i, (double)c[i]);
+    int widths[2];
+    const int n_widths = kernel_widths(widths);
+    for (int w = 0; w < n_widths; w++) {
+        qkv__gemm_small_m_lanes(widths[w]);
+        fill_small_ints(a, M * K, 31);
+        fill_small_ints(b, N * K, 32);
+        for (int i = 0; i < M * N; i++) c[i] = NAN;
+        qkv__gemm_small_m(M, N, K, 1, a, K, b, K, 0, c, N);
+        for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == c[i], "C[%d] is NaN after beta = 0", i);
+        /* alpha = 0: A and B are not read (BLAS): NaN there leaves C = beta C */
+        a[4] = NAN;
+        b[7] = INFINITY;
+        for (int i = 0; i < M * N; i++) c[i] = (float)i;
+        qkv__gemm_small_m(M, N, K, 0, a, K, b, K, 0.5f, c, N);
+        for (int i = 0; i < M * N; i++) CHECK_MSG(c[i] == 0.5f * (float)i, "C[%d] = %g after alpha = 0", i, (double)c[i]);
+    }
+    qkv__gemm_small_m_lanes(0);
 #endif
 }
 
@@ -108,33 +135,43 @@ TEST(gemm_small_m_rows_independent_of_batch_and_threads) {
     const int64_t m = 16, n = 1000, k = 517; /* above the parallel threshold; k tail of 5 */
     float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * n * k);
     float *c1 = malloc(sizeof(float) * m * n), *c2 = malloc(sizeof(float) * m * n);
-    float *rows = malloc(sizeof(float) * m * n);
+    float *rows = malloc(sizeof(float) * m * n), *c8 = malloc(sizeof(float) * m * n);
     tu_fill_uniform(a, m * k, -1, 1, 41);
     tu_fill_uniform(b, n * k, -1, 1, 42);
-    const int saved = qkv_get_num_threads();
-    qkv_set_num_threads(1);
-    qkv__gemm_small_m(m, n, k, 1, a, k, b, k, 0, c1, n);
-    qkv_set_num_threads(2);
-    qkv__gemm_small_m(m, n, k, 1, a, k, b, k, 0, c2, n);
-    qkv_set_num_threads(saved);
-    CHECK_MSG(memcmp(c1, c2, sizeof(float) * m * n) == 0, "small-M: 1 and 2 threads differ");
-    for (int64_t i = 0; i < m; i++) qkv__gemm_small_m(1, n, k, 1, a + i * k, k, b, k, 0, rows + i * n, n);
-    CHECK_MSG(memcmp(c1, rows, sizeof(float) * m * n) == 0, "small-M: a row alone differs from the batch");
-    /* against the double reference: the error of a k-term float sum */
-    double worst = 0;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double s = 0, mag = 0;
-            for (int64_t p = 0; p < k; p++) {
-                s += (double)a[i * k + p] * b[j * k + p];
-                mag += fabs((double)a[i * k + p] * b[j * k + p]);
+    int widths[2];
+    const int n_widths = kernel_widths(widths);
+    for (int w = 0; w < n_widths; w++) {
+        qkv__gemm_small_m_lanes(widths[w]);
+        const int saved = qkv_get_num_threads();
+        qkv_set_num_threads(1);
+        qkv__gemm_small_m(m, n, k, 1, a, k, b, k, 0, c1, n);
+        qkv_set_num_threads(2);
+        qkv__gemm_small_m(m, n, k, 1, a, k, b, k, 0, c2, n);
+        qkv_set_num_threads(saved);
+        CHECK_MSG(memcmp(c1, c2, sizeof(float) * m * n) == 0, "small-M, %d lanes: 1 and 2 threads differ", widths[w]);
+        for (int64_t i = 0; i < m; i++) qkv__gemm_small_m(1, n, k, 1, a + i * k, k, b, k, 0, rows + i * n, n);
+        CHECK_MSG(memcmp(c1, rows, sizeof(float) * m * n) == 0, "small-M, %d lanes: a row alone differs from the batch",
+                  widths[w]);
+        /* against the double reference: the error of a k-term float sum */
+        double worst = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0, mag = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    s += (double)a[i * k + p] * b[j * k + p];
+                    mag += fabs((double)a[i * k + p] * b[j * k + p]);
+                }
+                /* a lane sums k / 8 (or k / 16) terms (FMA), then 3 (or 4) levels of pairwise sums */
+                const double e = fabs(c1[i * n + j] - s) / (mag * (double)(k / 8 + 8) * FLT_EPSILON / 2);
+                worst = e > worst ? e : worst;
             }
-            /* a lane sums k / 8 terms (FMA), then 3 levels of pairwise sums, then the sign flip */
-            const double e = fabs(c1[i * n + j] - s) / (mag * (double)(k / 8 + 8) * FLT_EPSILON / 2);
-            worst = e > worst ? e : worst;
-        }
-    CHECK_MSG(worst <= 1, "small-M: error %g of the bound", worst);
-    free(a), free(b), free(c1), free(c2), free(rows);
+        CHECK_MSG(worst <= 1, "small-M, %d lanes: error %g of the bound", widths[w], worst);
+        /* the widths sum in different orders: the same bits from both would mean one width ran twice */
+        if (w == 0) memcpy(c8, c1, sizeof(float) * m * n);
+        else CHECK_MSG(memcmp(c8, c1, sizeof(float) * m * n) != 0, "small-M: 16 lanes gave the 8-lane bits");
+    }
+    qkv__gemm_small_m_lanes(0);
+    free(a), free(b), free(c1), free(c2), free(rows), free(c8);
 #endif
 }
 

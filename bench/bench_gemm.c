@@ -12,6 +12,15 @@
  * hypothesis, against each weight of a decoder layer and the output projection), where qkv_gemm
  * takes the small-M kernel (src/kernels/gemm_small_m.c) on AVX2 / FMA CPUs.
  *
+ *   build/release/bench_gemm --decode-step [--threads N]
+ *
+ * A config-B greedy decoding step's products with its weights streamed from memory, as a decode
+ * meets them: the 6 decoder layers' weights (self-attention in / out, cross-attention query / out,
+ * feed-forward up / down) and the output projection, 26 M floats (104 MB, far past the caches) in
+ * separate 64-byte-aligned buffers, x W^T through each in turn with M = 1, 4 and 16 rows; qkv_gemm
+ * (the small-M kernel at these M) and cblas_sgemm alternate, 3 warm-up passes, then the median of
+ * 15 passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9").
+ *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
  * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
@@ -101,11 +110,61 @@ static int ceiling(bool json) {
     return 0;
 }
 
+static int decode_step(void) {
+    enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3 };
+    static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
+                                                        {512, 512}, {2048, 512}, {512, 2048}}; /* (N, K) */
+    qkv_real *w[N_W] = {0};
+    int64_t wn[N_W], wk[N_W];
+    double bytes = 0, macs_per_row = 0;
+    for (int i = 0; i < N_W; i++) {
+        wn[i] = i < LAYERS * PER_LAYER ? layer_shapes[i % PER_LAYER][0] : 8000;
+        wk[i] = i < LAYERS * PER_LAYER ? layer_shapes[i % PER_LAYER][1] : 512;
+        const size_t size = sizeof(qkv_real) * (size_t)(wn[i] * wk[i]); /* a multiple of 64 */
+        if (!(w[i] = aligned_alloc(64, size))) {
+            fprintf(stderr, "bench_gemm: out of memory\n");
+            return 1;
+        }
+        for (int64_t j = 0; j < wn[i] * wk[i]; j++) w[i][j] = (qkv_real)((j % 13) * 0.01 - 0.06);
+        bytes += (double)size;
+        macs_per_row += (double)(wn[i] * wk[i]);
+    }
+    qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * 16 * 2048), *c = aligned_alloc(64, sizeof(qkv_real) * 16 * 8000);
+    if (!a || !c) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        return 1;
+    }
+    for (int64_t i = 0; i < 16 * 2048; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+    printf("qkv %s, %d thread(s); a config-B decoding step's weights: %.1f MB, streamed each pass\n", qkv_version(),
+           qkv_get_num_threads(), bytes / 1e6);
+    printf("%-6s %-10s %10s %10s %10s\n", "rows", "impl", "ms/pass", "GB/s", "GFLOP/s");
+    static const int64_t rows[] = {1, 4, 16};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        const int64_t m = rows[r];
+        double t[2][PASSES];
+        for (int pass = 0; pass < WARMUP + PASSES; pass++)
+            for (int which = 0; which < 2; which++) { /* alternate: drift hits both alike */
+                const double t0 = bench_now();
+                for (int i = 0; i < N_W; i++) run(which ? IMPL_CBLAS : IMPL_QKV, true, m, wn[i], wk[i], a, w[i], c);
+                if (pass >= WARMUP) t[which][pass - WARMUP] = bench_now() - t0;
+            }
+        for (int which = 0; which < 2; which++) {
+            qsort(t[which], PASSES, sizeof(double), cmp_double);
+            const double med = t[which][PASSES / 2];
+            printf("%-6lld %-10s %10.2f %10.1f %10.1f\n", (long long)m, which ? "cblas" : "qkv", med * 1e3,
+                   bytes / med / 1e9, 2 * macs_per_row * (double)m / med / 1e9);
+        }
+    }
+    for (int i = 0; i < N_W; i++) free(w[i]);
+    free(a), free(c);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     bench_blas_kernels(argv);
     int threads = 0;
     double seconds = 1.0;
-    bool with_blocked = true, want_ceiling = false, json = false, decode = false;
+    bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
@@ -113,8 +172,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--ceiling")) want_ceiling = true;
         else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--decode")) decode = true;
+        else if (!strcmp(argv[i], "--decode-step")) decode_stream = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
+                            "       bench_gemm --decode-step [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -125,6 +186,7 @@ int main(int argc, char **argv) {
 #endif
     qkv_set_num_threads(threads);
     if (want_ceiling) return ceiling(json);
+    if (decode_stream) return decode_step();
     typedef struct {
         const char *name;
         int64_t m, n, k;

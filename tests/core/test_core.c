@@ -181,7 +181,12 @@ TEST(params_blocks_are_contiguous_in_order) {
     CHECK(qkv_params_numel(p) == 18 && qkv_params_count(p) == 2);
     qkv_real *data = qkv_params_block(p, QKV_BLOCK_DATA), *grad = qkv_params_block(p, QKV_BLOCK_GRAD);
     CHECK(a->data == data && b->data == data + 15 && a->grad == grad && b->grad == grad + 15);
-    CHECK(((uintptr_t)qkv_params_block(p, QKV_BLOCK_V) % 64) == 0);
+    /* every block 64-byte aligned and zero (they come from calloc, aligned by hand) */
+    for (int blk = QKV_BLOCK_DATA; blk <= QKV_BLOCK_V; blk++) {
+        const qkv_real *x = qkv_params_block(p, (qkv_param_block)blk);
+        CHECK(((uintptr_t)x % 64) == 0);
+        for (int i = 0; i < 18; i++) CHECK(x[i] == 0);
+    }
     CHECK(qkv_params_find(p, "layer.bias") == b && qkv_params_find(p, "nope") == NULL);
     CHECK_ERR(qkv_params_add(p, "late", 1, (int64_t[]){3}, &c), QKV_ERR_STATE, "after");
     qkv_init_xavier_uniform(a, 1, 0);

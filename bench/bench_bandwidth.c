@@ -5,8 +5,9 @@
  *
  * Two loops over buffers of M MiB (default 100, about one config-B decoding step's fp32 weights,
  * far past the caches), each thread taking a contiguous slice:
- *   read: x ^= a[i] over uint64 words, an XOR reduction vectorised by `omp simd` (a 1 MiB buffer,
- *         in the L2, reads at 45 GB/s per thread, so past the caches the loop measures the memory),
+ *   read: x ^= a[i] over uint64 words, an XOR reduction vectorised by `omp simd` in OpenMP
+ *         builds (a 1 MiB buffer, in the L2, reads at 46 GB/s with 1 thread and 64 GB/s with 2,
+ *         so past the caches the loop measures the memory),
  *         GB/s = M MiB / seconds. Until session 9 the loop was scalar and read no faster than ~17
  *         GB/s from the L2 either: the read figures of sessions 5 to 8 (11.6 GB/s) were the
  *         loop's limit, not the memory's (BENCHMARKS.md, "Session 9");

@@ -63,7 +63,6 @@ static const bench_config bench_configs[] = {
     {"gpt2", QKV_ARCH_DECODER, 768, 12, 3072, 12, 0, 50304, 50304, 64, 64, 4, 0, 0, 1024},
 };
 
-/* The configuration called name, or NULL (with a message listing the names). */
 /* First thing in every benchmark's main: the OpenBLAS kernels qkv's own programs run
  * (qkv_blas_reexec_with_advice: re-executed with OPENBLAS_CORETYPE set when OpenBLAS fell back to
  * its generic kernels), so a figure here is what `qkv` gets on the same machine. */
@@ -71,6 +70,7 @@ static inline void bench_blas_kernels(char **argv) {
     if (qkv_blas_reexec_with_advice(argv) != QKV_OK) fprintf(stderr, "bench: %s\n", qkv_last_error());
 }
 
+/* The configuration called name, or NULL (with a message listing the names). */
 static inline const bench_config *bench_find_config(const char *name) {
     for (size_t i = 0; i < sizeof bench_configs / sizeof *bench_configs; i++)
         if (!strcmp(bench_configs[i].name, name)) return &bench_configs[i];

@@ -123,6 +123,7 @@ static int decode_step(void) {
         const size_t size = sizeof(qkv_real) * (size_t)(wn[i] * wk[i]); /* a multiple of 64 */
         if (!(w[i] = aligned_alloc(64, size))) {
             fprintf(stderr, "bench_gemm: out of memory\n");
+            for (int j = 0; j < i; j++) free(w[j]);
             return 1;
         }
         for (int64_t j = 0; j < wn[i] * wk[i]; j++) w[i][j] = (qkv_real)((j % 13) * 0.01 - 0.06);
@@ -132,6 +133,8 @@ static int decode_step(void) {
     qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * 16 * 2048), *c = aligned_alloc(64, sizeof(qkv_real) * 16 * 8000);
     if (!a || !c) {
         fprintf(stderr, "bench_gemm: out of memory\n");
+        for (int i = 0; i < N_W; i++) free(w[i]);
+        free(a), free(c);
         return 1;
     }
     for (int64_t i = 0; i < 16 * 2048; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);

@@ -51,14 +51,16 @@ QKV_API const char *qkv_version(void);
  * another CBLAS, "none" in builds without BLAS. */
 QKV_API const char *qkv_blas_kernel(void);
 /* The OPENBLAS_CORETYPE value that serves this CPU better than OpenBLAS's own choice ("SkylakeX"
- * with AVX-512, "Haswell" with AVX2 and FMA), or NULL: only when OpenBLAS fell back to Prescott
- * and OPENBLAS_CORETYPE is not set (a value the user set, even an empty one, is theirs). */
+ * with AVX-512, "Haswell" with AVX2 and FMA), or NULL: only when an OpenBLAS built with
+ * DYNAMIC_ARCH fell back to Prescott and OPENBLAS_CORETYPE is not set (a value the user set, even
+ * an empty one, is theirs). */
 QKV_API const char *qkv_blas_kernel_advice(void);
 /* For the main of a program, before it reads input or writes output: when there is advice, set
  * OPENBLAS_CORETYPE and re-execute the program (Linux: /proc/self/exe, the same argv and
  * environment), so that OpenBLAS loads again with the advised kernels; the new process finds the
  * variable set and goes on (QKV_BLAS_REEXEC, also set, names the kernels OpenBLAS had chosen). Returns QKV_OK when there is nothing to do, or an error (exec failed;
- * not Linux) after which the program can go on with the kernels it has. */
+ * not Linux; started through the dynamic loader) after which the program can go on with the
+ * kernels it has. */
 QKV_API qkv_status qkv_blas_reexec_with_advice(char **argv);
 /* Short name of a status code: "shape error". */
 QKV_API const char *qkv_status_str(qkv_status s);

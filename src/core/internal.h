@@ -216,14 +216,14 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
  * n k >= 4096. */
 #define QKV_SMALL_M_ROWS 16
 bool qkv__gemm_small_m_available(void);
-/* For the tests: the small-M kernel on 8 lanes (AVX2) even where the CPU has AVX-512 (lanes = 8),
- * or back to the CPU's widest (0). */
+/* For the tests: the small-M kernel on 8 lanes (AVX2) or 16 (AVX-512F, where the CPU has it),
+ * whatever the CPU's vendor, or back to the default choice (0). */
 void qkv__gemm_small_m_lanes(int lanes);
 /* qkv_blas_kernel_advice's rule on its inputs (blas_kernel.c; exposed for its test): OpenBLAS's
- * core name, OPENBLAS_CORETYPE (NULL when unset) and the CPU's AVX-512 (F, DQ, BW, VL) and
- * AVX2 + FMA. */
-const char *qkv__blas_kernel_advice_for(const char *corename, const char *coretype_env, bool avx512,
-                                        bool avx2_fma);
+ * core name, OPENBLAS_CORETYPE (NULL when unset), whether OpenBLAS was built with DYNAMIC_ARCH,
+ * and the CPU's AVX-512 (F, DQ, BW, VL) and AVX2 + FMA. */
+const char *qkv__blas_kernel_advice_for(const char *corename, const char *coretype_env, bool dynamic_arch,
+                                        bool avx512, bool avx2_fma);
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);

@@ -19,13 +19,14 @@
  * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
  * Row blocks of B are spread over OpenMP threads.
  *
- * With AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
+ * On Intel CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
  * accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
  * while the first 4 rows of A use this one): 1.35x the AVX2 kernel's speed on a config-B decoding
  * step's weights streamed from memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9").
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
- * lane count is part of the bits: CPUs with and without AVX-512 round differently (docs/design.md,
- * determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets the tests run both).
+ * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
+ * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
+ * the tests run both).
  *
  * Used in BLAS builds (float) on x86-64 CPUs with AVX2 and FMA by qkv_gemm and by the batched
  * products of qkv__gemm_batched2 (gemm.c), for !trans_a && trans_b with m <= QKV_SMALL_M_ROWS and
@@ -205,7 +206,10 @@ __attribute__((target("avx512f"))) static void rows_of_b_wide(int64_t m, int64_t
     }
 }
 
-/* 16 lanes where the CPU has AVX-512F unless a test asked for 8 (qkv__gemm_small_m_lanes). */
+/* 16 lanes on Intel CPUs with AVX-512F, where they were measured; 8 elsewhere (AMD's Zen 4 runs a
+ * 512-bit FMA as two 256-bit halves, and its 32 KiB L1 does not hold a 6-row block of B at
+ * k = 2048, so nothing says 16 lanes pay there). A test may ask for either width where the CPU
+ * can run it (qkv__gemm_small_m_lanes). */
 static int requested_lanes = 0;
 
 void qkv__gemm_small_m_lanes(int lanes) {
@@ -213,7 +217,8 @@ void qkv__gemm_small_m_lanes(int lanes) {
 }
 
 static bool wide_lanes(void) {
-    return requested_lanes != 8 && __builtin_cpu_supports("avx512f");
+    if (!__builtin_cpu_supports("avx512f") || requested_lanes == 8) return false;
+    return requested_lanes == 16 || __builtin_cpu_is("intel");
 }
 
 bool qkv__gemm_small_m_available(void) {

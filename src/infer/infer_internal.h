@@ -37,6 +37,7 @@ struct qkv_session {
     int32_t *src_of;         /* (N) which source row the per-source data at each position holds */
     int32_t *src_next, *move_from, *move_to; /* (N) each: qkv_session_gather's work lists */
     int32_t *src_row, *src_row_next; /* (N) each: the cross-cache row (source) each row reads */
+    int32_t *gather_needed;          /* (N): gather_rows' flags, old rows other rows read */
     int32_t n_src;                   /* cross-cache rows filled (the encoded batch) */
     unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;

@@ -137,7 +137,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->tokens = calloc(N * L, sizeof *s->tokens);
         s->src = calloc(N * (Smax ? Smax : 1), sizeof *s->src);
         s->scratch = malloc(s->scratch_bytes);
-        s->src_of = malloc(sizeof(int32_t) * 6 * N);
+        s->src_of = malloc(sizeof(int32_t) * 7 * N);
         if (!s->self_kv || (p->use_cache && ed && !s->cross_kv) ||
             (!p->use_cache && ed && !s->memory) || !s->headers || !s->caches || !s->tokens ||
             !s->src || !s->scratch || !s->src_of)
@@ -151,6 +151,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->move_to = s->src_of + 3 * N;
         s->src_row = s->src_of + 4 * N;
         s->src_row_next = s->src_of + 5 * N;
+        s->gather_needed = s->src_of + 6 * N;
         for (size_t r = 0; r < N; r++) {
             s->src_of[r] = -1;
             s->src_row[r] = (int32_t)r;
@@ -361,21 +362,36 @@ static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from
         }
         return;
     }
-    /* Through the scratch buffer: every read before any write, so a row that stays where it is
-     * needs no copy (the rows reading it have read it first), and the rows are independent
-     * copies, shared by the threads (beam search moves ~t x 24 KB per row and step on config B). */
+    /* A row that stays where it is needs no copy. A destination whose old row is another move's
+     * source ("needed") may be written only after that read: its own source goes through the
+     * scratch buffer, read before anything is written (a). Every other destination is no one's
+     * source, so it is copied straight from its source (b): that source is either not written at
+     * all or a needed destination, written only at the end (c). Beam search's destinations are
+     * mostly rows whose hypotheses died, so most rows move with one copy instead of two (config S
+     * beam search copies ~t x 128 KB per step and layer). The rows are independent copies,
+     * shared by the threads. */
+    int32_t *needed = s->gather_needed; /* (N): 1 when the old row is a source of another row */
+    for (int32_t k = 0; k < n; k++) needed[to ? to[k] : k] = 0;
+    for (int32_t k = 0; k < n; k++)
+        if (from[k] != (to ? to[k] : k)) needed[from[k]] = 1;
     const bool parallel = (size_t)n * packed >= ((size_t)1 << 20);
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int32_t k = 0; k < n; k++) {
-        if (from[k] == (to ? to[k] : k)) continue;
+    for (int32_t k = 0; k < n; k++) { /* (a) */
+        const int32_t dst = to ? to[k] : k;
+        if (from[k] == dst || !needed[dst]) continue;
         for (int64_t h = 0; h < g->mid; h++)
-            memcpy(s->scratch + (size_t)k * packed + (size_t)h * run_bytes, AT(from[k], h),
-                   run_bytes);
+            memcpy(s->scratch + (size_t)k * packed + (size_t)h * run_bytes, AT(from[k], h), run_bytes);
     }
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int32_t k = 0; k < n; k++) {
+    for (int32_t k = 0; k < n; k++) { /* (b) */
         const int32_t dst = to ? to[k] : k;
-        if (from[k] == dst) continue;
+        if (from[k] == dst || needed[dst]) continue;
+        for (int64_t h = 0; h < g->mid; h++) memcpy(AT(dst, h), AT(from[k], h), run_bytes);
+    }
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int32_t k = 0; k < n; k++) { /* (c) */
+        const int32_t dst = to ? to[k] : k;
+        if (from[k] == dst || !needed[dst]) continue;
         for (int64_t h = 0; h < g->mid; h++)
             memcpy(AT(dst, h), s->scratch + (size_t)k * packed + (size_t)h * run_bytes, run_bytes);
     }

@@ -87,7 +87,7 @@ qkv_status qkv_blas_reexec_with_advice(char **argv) {
     const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = '\0';
-        const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+        const char *slash = strrchr(exe, '/'), *base = slash ? slash + 1 : exe;
         if (strncmp(base, "ld-", 3) == 0 || strncmp(base, "ld.so", 5) == 0)
             return qkv_set_error(QKV_ERR_UNSUPPORTED, "started through the dynamic loader: set OPENBLAS_CORETYPE=%s "
                                  "to run OpenBLAS's %s kernels instead of its generic ones", advice, advice);

@@ -125,20 +125,16 @@ __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0,
 enum { NB_WIDE = 6, MB_WIDE = 4 };
 
 /* The sum of the 16 lanes: lanes l and l + 8 first, then hsum8's order. */
-__attribute__((target("avx512f"), always_inline)) static inline float hsum16(__m512 v) {
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline float hsum16(__m512 v) {
     const __m256 lo = _mm512_castps512_ps256(v);
     const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    const __m256 s = _mm256_add_ps(lo, hi);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
+    return hsum8(_mm256_add_ps(lo, hi));
 }
 
 /* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next (NULL: none) are rows of B to
  * prefetch, one cache line per step of k. The empty asm statements keep each loaded vector in a
  * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
-__attribute__((target("avx512f"), always_inline)) static inline void block_wide(
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void block_wide(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
     const float *const *next, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
     __m512 acc[MB_WIDE][NB_WIDE];
@@ -184,7 +180,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void block_wide(
 }
 
 /* rows_of_b with the 16-lane blocks; the rows of A past the last 4 go one at a time. */
-__attribute__((target("avx512f"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
+__attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
                                                                float alpha, const float *a, int64_t lda,
                                                                const float *b, int64_t ldb, float beta, float *c,
                                                                int64_t ldc) {

@@ -144,24 +144,33 @@ int main(int argc, char **argv) {
     int reps = 3;
     double dropout = 0;
     bool causal_one = false, json = false;
+    const char *me = "bench_attention";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            qkv_set_num_threads(atoi(argv[++i]));
-        else if (!strcmp(argv[i], "--max-t") && i + 1 < argc)
-            max_t = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--ref-max-t") && i + 1 < argc)
-            ref_max_t = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seq") && i + 1 < argc)
-            seq = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            batch = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--causal"))
+        int v = 0;
+        if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &v)) return 2;
+            qkv_set_num_threads(v);
+        } else if (!strcmp(argv[i], "--max-t")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 1 << 20, &v)) return 2;
+            max_t = v;
+        } else if (!strcmp(argv[i], "--ref-max-t")) {
+            if (!cli_int_option(me, argc, argv, &i, 0, 1 << 20, &v)) return 2;
+            ref_max_t = v;
+        } else if (!strcmp(argv[i], "--seq")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 1 << 20, &v)) return 2;
+            seq = v;
+        } else if (!strcmp(argv[i], "--batch")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 4096, &v)) return 2;
+            batch = v;
+        } else if (!strcmp(argv[i], "--reps")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 20, &reps)) return 2;
+        } else if (!strcmp(argv[i], "--causal"))
             causal_one = true;
-        else if (!strcmp(argv[i], "--dropout") && i + 1 < argc)
-            dropout = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--json"))
+        else if (!strcmp(argv[i], "--dropout")) {
+            double p = 0;
+            if (!cli_real_option(me, argc, argv, &i, 0, 1, false, &p)) return 2;
+            dropout = p;
+        } else if (!strcmp(argv[i], "--json"))
             json = true;
         else {
             fprintf(

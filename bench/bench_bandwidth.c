@@ -51,10 +51,14 @@ int main(int argc, char **argv) {
     int max_threads = 2, reps = 10;
     bool json = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) max_threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json")) json = true;
+        const char *me = "bench_bandwidth";
+        if (!strcmp(argv[i], "--mib")) {
+            if (!cli_real_option(me, argc, argv, &i, 1, 65536, false, &mib)) return 2;
+        } else if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &max_threads)) return 2;
+        } else if (!strcmp(argv[i], "--reps")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 10000, &reps)) return 2;
+        } else if (!strcmp(argv[i], "--json")) json = true;
         else {
             fprintf(stderr, "usage: bench_bandwidth [--mib M] [--threads N] [--reps R] [--json]\n");
             return 2;

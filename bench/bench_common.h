@@ -38,6 +38,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
 #include "qkv/qkv.h"
+#include "cli_args.h" /* tools/cli_args.c: strict numeric option values */
 
 #include <stdio.h>
 #include <stdlib.h>

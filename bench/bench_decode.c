@@ -21,6 +21,8 @@
  */
 #include "bench_common.h"
 
+#define ME "bench_decode" /* the program in option messages */
+
 /* Processor seconds of the whole process (every thread) so far. */
 static double cpu_now(void) {
     struct timespec ts;
@@ -142,17 +144,17 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            B = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--len") && i + 1 < argc)
-            T = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--beam") && i + 1 < argc)
-            K = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-uncached"))
+        } else if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
+        } else if (!strcmp(argv[i], "--batch")) {
+            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &B)) return 2;
+        } else if (!strcmp(argv[i], "--len")) {
+            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &T)) return 2;
+        } else if (!strcmp(argv[i], "--reps")) {
+            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &reps)) return 2;
+        } else if (!strcmp(argv[i], "--beam")) {
+            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &K)) return 2;
+        } else if (!strcmp(argv[i], "--no-uncached"))
             uncached = false;
         else if (!strcmp(argv[i], "--json"))
             json = true;

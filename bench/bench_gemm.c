@@ -169,9 +169,12 @@ int main(int argc, char **argv) {
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
+        const char *me = "bench_gemm";
+        if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &threads)) return 2;
+        } else if (!strcmp(argv[i], "--seconds")) {
+            if (!cli_real_option(me, argc, argv, &i, 0, 3600, true, &seconds)) return 2;
+        } else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
         else if (!strcmp(argv[i], "--ceiling")) want_ceiling = true;
         else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--decode")) decode = true;

@@ -109,15 +109,15 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--json"))
+        } else if (!strcmp(argv[i], "--threads")) {
+            if (!cli_int_option("bench_train", argc, argv, &i, 1, 1024, &threads)) return 2;
+        } else if (!strcmp(argv[i], "--steps")) {
+            if (!cli_int_option("bench_train", argc, argv, &i, 1, 100000, &steps)) return 2;
+        } else if (!strcmp(argv[i], "--warmup")) {
+            if (!cli_int_option("bench_train", argc, argv, &i, 0, 100000, &warmup)) return 2;
+        } else if (!strcmp(argv[i], "--seed")) {
+            if (!cli_u64_option("bench_train", argc, argv, &i, &seed)) return 2;
+        } else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
             attention = argv[++i];

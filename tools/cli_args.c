@@ -12,14 +12,14 @@
 
 /* The one refusal message of every option: false, for the callers to return. */
 static bool refuse(const char *cmd, const char *opt, const char *what, const char *text) {
-    fprintf(stderr, "qkv %s: %s needs %s (got '%s')\n", cmd, opt, what, text);
+    fprintf(stderr, "%s: %s needs %s (got '%s')\n", cmd, opt, what, text);
     return false;
 }
 
 /* The option's value text, or NULL (with the message) when the command line ends at the option. */
 static const char *value_of(const char *cmd, int argc, char **argv, const int *i, const char *what) {
     if (*i + 1 < argc) return argv[*i + 1];
-    fprintf(stderr, "qkv %s: %s needs %s\n", cmd, argv[*i], what);
+    fprintf(stderr, "%s: %s needs %s\n", cmd, argv[*i], what);
     return NULL;
 }
 

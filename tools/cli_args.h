@@ -3,7 +3,8 @@
  * `--beam 4x`, `--top-p 1.5` or a missing value are refused with one message that names the
  * command, the option, the accepted range and the text given, e.g.
  *   qkv decode: --beam needs an integer in 1..1024 (got 'abc')
- * instead of atoi's silent 0. Every numeric option of the subcommands is read through these.
+ * instead of atoi's silent 0. Every numeric option of the subcommands and of the bench programs is
+ * read through these.
  */
 #ifndef QKV_TOOLS_CLI_ARGS_H
 #define QKV_TOOLS_CLI_ARGS_H
@@ -12,7 +13,8 @@
 #include <stdint.h>
 
 /* The value of option argv[*i], argv[*i + 1], as a decimal integer in lo..hi; *i moves past it.
- * false (the message on stderr, "qkv CMD: ...") when it is missing, malformed or out of range. */
+ * false (the message on stderr, "CMD: ...", CMD being the program and subcommand, e.g.
+ * "qkv decode" or "bench_decode") when it is missing, malformed or out of range. */
 bool cli_int_option(const char *cmd, int argc, char **argv, int *i, long long lo, long long hi, int *out);
 
 /* As cli_int_option for a real number in [lo, hi], or (lo, hi] when lo_open; finite. */

@@ -86,9 +86,9 @@ int qkv_cmd_attn(int argc, char **argv) {
             s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--layer")) {
-            if (!cli_int_option("attn", argc, argv, &i, 0, 1000000, &only_layer)) return 2;
+            if (!cli_int_option("qkv attn", argc, argv, &i, 0, 1000000, &only_layer)) return 2;
         } else if (!strcmp(argv[i], "--head")) {
-            if (!cli_int_option("attn", argc, argv, &i, 0, 1000000, &only_head)) return 2;
+            if (!cli_int_option("qkv attn", argc, argv, &i, 0, 1000000, &only_head)) return 2;
         } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
             s2s_only = argv[i];
             const char *k = argv[++i];

@@ -200,7 +200,7 @@ static int cmd_prepare(int argc, char **argv) {
                 out = argv[++i];
         } else if (!strcmp(a, "--max-tokens")) {
             int v;
-            if (!cli_int_option("data prepare", argc, argv, &i, 1, 1000000, &v)) return 2;
+            if (!cli_int_option("qkv data prepare", argc, argv, &i, 1, 1000000, &v)) return 2;
             max_tokens = v;
         } else if (!strcmp(a, "all")) {
             for (int k = 0; k < N_SETS; k++)
@@ -387,7 +387,7 @@ static int cmd_baseline(int argc, char **argv) {
                 data = argv[++i];
             } else if (!strcmp(a, "--positive")) {
                 positive = argv[++i];
-            } else if (!cli_real_option("data baseline", argc, argv, &i, 0, 1e6, true, &alpha)) {
+            } else if (!cli_real_option("qkv data baseline", argc, argv, &i, 0, 1e6, true, &alpha)) {
                 rc = 2;
             }
         } else if (a[0] == '-' && a[1]) {

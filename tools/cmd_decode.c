@@ -129,30 +129,30 @@ int qkv_cmd_decode(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--beam")) {
             dp.strategy = QKV_DECODE_BEAM, strategy_set = true;
-            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.beam_size)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1024, &dp.beam_size)) return 2;
         } else if (!strcmp(a, "--greedy")) {
             dp.strategy = QKV_DECODE_GREEDY, strategy_set = true;
         } else if (!strcmp(a, "--sample")) {
             dp.strategy = QKV_DECODE_SAMPLE, strategy_set = true;
         } else if (!strcmp(a, "--mask-predict")) {
             dp.strategy = QKV_DECODE_MASK_PREDICT, strategy_set = true;
-            if (!cli_int_option("decode", argc, argv, &i, 1, 1000, &dp.iterations)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1000, &dp.iterations)) return 2;
         } else if (!strcmp(a, "--length-beam")) {
-            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.length_beam)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1024, &dp.length_beam)) return 2;
         } else if (!strcmp(a, "--nbest")) {
-            if (!cli_int_option("decode", argc, argv, &i, 1, 1024, &dp.n_best)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1024, &dp.n_best)) return 2;
         } else if (!strcmp(a, "--temperature")) {
-            if (!cli_real_option("decode", argc, argv, &i, 0, 1e6, false, &dp.temperature)) return 2;
+            if (!cli_real_option("qkv decode", argc, argv, &i, 0, 1e6, false, &dp.temperature)) return 2;
         } else if (!strcmp(a, "--top-k")) {
-            if (!cli_int_option("decode", argc, argv, &i, 0, INT32_MAX, &dp.top_k)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 0, INT32_MAX, &dp.top_k)) return 2;
         } else if (!strcmp(a, "--top-p")) {
-            if (!cli_real_option("decode", argc, argv, &i, 0, 1, true, &dp.top_p)) return 2;
+            if (!cli_real_option("qkv decode", argc, argv, &i, 0, 1, true, &dp.top_p)) return 2;
         } else if (!strcmp(a, "--seed")) {
-            if (!cli_u64_option("decode", argc, argv, &i, &dp.seed)) return 2;
+            if (!cli_u64_option("qkv decode", argc, argv, &i, &dp.seed)) return 2;
         } else if (!strcmp(a, "--max-len")) {
-            if (!cli_int_option("decode", argc, argv, &i, 1, 1000000, &dp.max_len)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1000000, &dp.max_len)) return 2;
         } else if (!strcmp(a, "--threads")) {
-            if (!cli_int_option("decode", argc, argv, &i, 0, 4096, &threads)) return 2;
+            if (!cli_int_option("qkv decode", argc, argv, &i, 0, 4096, &threads)) return 2;
         } else if (!strcmp(a, "--stream")) {
             stream = true;
         } else if (!strcmp(a, "--tokens")) {

@@ -42,24 +42,24 @@ int qkv_cmd_eval(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--beam")) {
             s2s_only = argv[i];
             iterations = 0, strategy_set = true;
-            if (!cli_int_option("eval", argc, argv, &i, 1, 1024, &beam)) return 2;
+            if (!cli_int_option("qkv eval", argc, argv, &i, 1, 1024, &beam)) return 2;
         } else if (!strcmp(argv[i], "--greedy")) {
             s2s_only = argv[i];
             beam = 1, iterations = 0, strategy_set = true;
         } else if (!strcmp(argv[i], "--mask-predict")) {
             s2s_only = argv[i];
             strategy_set = true;
-            if (!cli_int_option("eval", argc, argv, &i, 1, 1000, &iterations)) return 2;
+            if (!cli_int_option("qkv eval", argc, argv, &i, 1, 1000, &iterations)) return 2;
         } else if (!strcmp(argv[i], "--length-beam")) {
             s2s_only = argv[i];
-            if (!cli_int_option("eval", argc, argv, &i, 1, 1024, &length_beam)) return 2;
+            if (!cli_int_option("qkv eval", argc, argv, &i, 1, 1024, &length_beam)) return 2;
         } else if (!strcmp(argv[i], "--tokens")) {
             s2s_only = argv[i];
             tokens = true;
         } else if (!strcmp(argv[i], "--show")) {
-            if (!cli_int_option("eval", argc, argv, &i, 0, INT32_MAX, &show)) return 2;
+            if (!cli_int_option("qkv eval", argc, argv, &i, 0, INT32_MAX, &show)) return 2;
         } else if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option("eval", argc, argv, &i, 0, 4096, &threads)) return 2;
+            if (!cli_int_option("qkv eval", argc, argv, &i, 0, 4096, &threads)) return 2;
         } else if (argv[i][0] != '-' && !run) {
             run = argv[i];
         } else if (argv[i][0] != '-' && !data) {

@@ -68,7 +68,7 @@ int qkv_data_baseline_lm(int argc, char **argv) {
         } else if (!strcmp(a, "--data") && has) {
             data = argv[++i];
         } else if (!strcmp(a, "--max-order")) {
-            if (!cli_int_option("data baseline lm", argc, argv, &i, 1, 64, &max_order)) return 2;
+            if (!cli_int_option("qkv data baseline lm", argc, argv, &i, 1, 64, &max_order)) return 2;
         } else if (!strcmp(a, "--unit") && has) {
             const char *u = argv[++i];
             if (strcmp(u, "char") && strcmp(u, "word")) {

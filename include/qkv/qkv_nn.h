@@ -178,6 +178,11 @@ typedef struct qkv_layer_cache {
     /* NULL, or (N): row n attends over row cross_rows[n] of cross_k / cross_v, which then hold
      * one row per source (beams of a sentence share their memory instead of copies of it) */
     const int32_t *cross_rows;
+    /* NULL, or (N, L) row-major: key position j < t0 of row n is read from row
+     * self_rows[n L + j] of self_k / self_v, which then hold R >= N rows; the new positions
+     * t0 .. t0+T-1 must map to n itself (the step writes them into row n). A reorder of the rows
+     * (beam search) then moves table rows instead of the keys and values of their prefixes. */
+    const int32_t *self_rows;
 } qkv_layer_cache;
 /* x (N, T, C) at positions t0 .. t0+T-1 -> (N, T, C), equal to those rows of the layer's forward
  * over the whole sequence with a causal self-attention mask: a decoder layer (self-attention,

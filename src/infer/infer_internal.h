@@ -26,6 +26,9 @@ struct qkv_session {
     bool started;            /* encode / start was called */
     int64_t H, D, C, L;      /* heads, head size, width, positions per row (= p.max_len) */
     qkv_real *self_kv;       /* per layer K then V: (max_rows, H, L, D) each */
+    int32_t *self_rows;      /* (max_rows, L): row r's key position j is in self_kv row
+                              * self_rows[r L + j] (the row that computed it) */
+    bool self_rows_used;     /* a gather has made self_rows other than the identity */
     qkv_real *cross_kv;      /* per layer K then V: (n_src, H, S, D) each (S <= max_src_len), one
                               * row per source, read by row r at src_row[r] */
     qkv_tensor *headers;     /* 4 per layer: self K, self V, cross K, cross V */

@@ -6,6 +6,7 @@
  *   cross K, V per decoder layer  (N, H, S, D) each: the encoder memory projected once per batch,
  *                                 one row per source (the first B rows); row r reads src_row[r]
  *   tokens                        (N, L): what each row was fed (beam search reads its paths)
+ *   self_rows                     (N, L): the self cache row that holds row r's key position j
  *   src                           (N, S): source ids per row (their padding masks cross-attention)
  *   memory                        (N, S, C): uncached mode only, the encoder output
  *   scratch                       one (N, largest row block) buffer for qkv_session_gather
@@ -15,12 +16,18 @@
  *
  * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
  * move in place when the kept rows are increasing (finished rows leaving), otherwise through the
- * scratch buffer, and only the filled positions are copied. The self-attention caches and token
- * histories move with every reorder; the cross-attention caches never move (each row reads its
- * source's row through src_row, so the beams of a sentence share one copy: 1 / K of the memory
- * traffic of per-row copies); the source ids and the uncached memory, identical for the beams of a
- * sentence, move only where a position must hold another source's data (src_of tracks which
- * source each position holds).
+ * scratch buffer, and only the filled positions are copied. What moves with every reorder is the
+ * token history and the table self_rows, not the keys and values: each stays in the cache row
+ * whose step computed it (a step writes row r's new position into cache row r, a cell no table
+ * names yet: every cell is written once, at its position's step), and the attention reads key j
+ * of row r from cache row self_rows[r][j] (qkv_layer_cache.self_rows). Beam search so copies 4
+ * bytes per position and row instead of 2 x layers x C reals (config S: 6 KiB), and the prefix a
+ * hypothesis shares with its siblings is stored once. Until the first reorder of a batch the
+ * table is the identity and is not passed (self_rows_used). The cross-attention caches never
+ * move (each row reads its source's row through src_row, so the beams of a sentence share one
+ * copy: 1 / K of the memory traffic of per-row copies); the source ids and the uncached memory,
+ * identical for the beams of a sentence, move only where a position must hold another source's
+ * data (src_of tracks which source each position holds).
  *
  * Dims: N rows, L positions, S source length, C d_model, H heads, D = C / H.
  */
@@ -55,7 +62,7 @@ void qkv__session_sync_headers(qkv_session *s) {
             memset(t, 0, sizeof *t);
             t->dtype = QKV_REAL;
             t->ndim = 4;
-            t->shape[0] = self ? n : s->n_src;
+            t->shape[0] = self ? (s->self_rows_used ? N : n) : s->n_src;
             t->shape[1] = H;
             t->shape[2] = self ? s->L : S;
             t->shape[3] = D;
@@ -68,7 +75,8 @@ void qkv__session_sync_headers(qkv_session *s) {
         }
         s->caches[i] =
             (qkv_layer_cache){&h[0], &h[1], s->cross_kv ? &h[2] : NULL, s->cross_kv ? &h[3] : NULL,
-                              s->cross_kv ? s->src_row : NULL};
+                              s->cross_kv ? s->src_row : NULL,
+                              s->self_rows_used ? s->self_rows : NULL};
     }
     memset(&s->memory_t, 0, sizeof s->memory_t);
     s->memory_t.dtype = QKV_REAL;
@@ -135,12 +143,13 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->headers = calloc(4 * layers + 1, sizeof *s->headers);
         s->caches = calloc(layers + 1, sizeof *s->caches);
         s->tokens = calloc(N * L, sizeof *s->tokens);
+        s->self_rows = malloc(N * L * sizeof *s->self_rows);
         s->src = calloc(N * (Smax ? Smax : 1), sizeof *s->src);
         s->scratch = malloc(s->scratch_bytes);
         s->src_of = malloc(sizeof(int32_t) * 7 * N);
         if (!s->self_kv || (p->use_cache && ed && !s->cross_kv) ||
             (!p->use_cache && ed && !s->memory) || !s->headers || !s->caches || !s->tokens ||
-            !s->src || !s->scratch || !s->src_of)
+            !s->self_rows || !s->src || !s->scratch || !s->src_of)
             st = QKV_ERROR(
                 QKV_ERR_OOM,
                 "qkv_session_new: out of memory for the caches of %zu rows x %zu positions", N, L);
@@ -155,6 +164,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         for (size_t r = 0; r < N; r++) {
             s->src_of[r] = -1;
             s->src_row[r] = (int32_t)r;
+            for (size_t j = 0; j < L; j++) s->self_rows[r * L + j] = (int32_t)r;
         }
     }
     if (!st) {
@@ -175,6 +185,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->n_src = ed ? p->max_rows : 0;
         s->S = (int32_t)Smax;
         s->started = true;
+        s->self_rows_used = true; /* the paths that read keys through the table use the most */
         qkv__session_sync_headers(s);
         int32_t *zeros = calloc(N, sizeof *zeros);
         if (!zeros) st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
@@ -194,6 +205,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->S = 0;
         s->t = 0;
         s->started = false;
+        s->self_rows_used = false;
         qkv__session_sync_headers(s);
     }
     if (st) {
@@ -213,6 +225,7 @@ void qkv_session_free(qkv_session *s) {
     free(s->headers);
     free(s->caches);
     free(s->tokens);
+    free(s->self_rows);
     free(s->src);
     free(s->scratch);
     free(s->src_of);
@@ -291,6 +304,7 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     s->n_src = B;
     s->S = S;
     s->t = 0;
+    s->self_rows_used = false;
     memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
     for (int32_t r = 0; r < s->p.max_rows; r++) {
         s->src_of[r] = r < B ? r : -1;
@@ -330,6 +344,7 @@ qkv_status qkv_session_start(qkv_session *s, int32_t n_rows) {
     s->n = n_rows;
     s->t = 0;
     s->S = 0;
+    s->self_rows_used = false;
     s->started = true;
     qkv__session_sync_headers(s);
     return QKV_OK;
@@ -416,14 +431,12 @@ qkv_status qkv_session_gather(qkv_session *s, const int32_t *rows, int32_t n_row
         in_place = in_place && rows[i] >= i && (i == 0 || rows[i] > rows[i - 1]);
     }
     if (!identity) {
-        const int64_t H = s->H, D = s->D, L = s->L, S = s->S, C = s->C, N = s->p.max_rows;
-        /* what depends on the row's own tokens: the self-attention caches and the history */
-        for (int32_t l = 0; l < s->n_layers; l++)
-            for (int k = 0; k < 2; k++) {
-                row_layout self = {s->self_kv + (size_t)(2 * l + k) * (size_t)(N * H * L * D), H,
-                                   L * D, s->t * D, sizeof(qkv_real)};
-                gather_rows(s, &self, rows, NULL, n_rows, in_place);
-            }
+        const int64_t L = s->L, S = s->S, C = s->C;
+        /* what depends on the row's own tokens: the history, and where its keys and values are
+         * (they stay in the rows that computed them) */
+        gather_rows(s, &(row_layout){s->self_rows, 1, L, s->t, sizeof(int32_t)}, rows, NULL,
+                    n_rows, in_place);
+        s->self_rows_used = true;
         gather_rows(s, &(row_layout){s->tokens, 1, L, s->t, sizeof(int32_t)}, rows, NULL, n_rows,
                     in_place);
         /* what depends on the source only (cross-attention caches, source ids, memory): the beams

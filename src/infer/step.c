@@ -86,8 +86,10 @@ qkv_tensor *qkv__session_forward(qkv_session *s, const int32_t *tokens, int32_t 
     qkv_ctx *ctx = s->ctx;
     qkv_ctx_reset(ctx);
     const int64_t t0 = s->t;
-    for (int64_t r = 0; r < s->n; r++)
+    for (int64_t r = 0; r < s->n; r++) {
         memcpy(s->tokens + r * s->L + t0, tokens + r * T, sizeof(int32_t) * (size_t)T);
+        for (int64_t i = 0; i < T; i++) s->self_rows[r * s->L + t0 + i] = (int32_t)r;
+    }
     qkv_tensor *logits;
     if (s->n == 0) { /* no rows left: an empty result */
         logits = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){0, T, s->m->cfg.tgt_vocab});

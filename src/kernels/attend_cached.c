@@ -36,13 +36,13 @@ static inline qkv_real dot(const qkv_real *restrict q, const qkv_real *restrict 
 }
 
 /* o[0 .. 8) = sum_j p_j v_j[0 .. 8) over keys with p_j > 0, in order of j (eight independent
- * sums: the compiler keeps them in vector registers). */
+ * sums: the compiler keeps them in vector registers); v_j = v + off[j]. */
 static inline void weighted_block(const qkv_real *restrict p, const qkv_real *restrict v, int64_t S,
-                                  int64_t sj, qkv_real inv, qkv_real *restrict o) {
+                                  const int64_t *restrict off, qkv_real inv, qkv_real *restrict o) {
     qkv_real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int64_t j = 0; j < S; j++) {
         if (p[j] == 0) continue; /* padded (never read) or underflowed: adds nothing */
-        const qkv_real pj = p[j], *restrict vj = v + j * sj;
+        const qkv_real pj = p[j], *restrict vj = v + off[j];
         for (int i = 0; i < 8; i++)
             acc[i] += pj * vj[i];
     }
@@ -50,15 +50,28 @@ static inline void weighted_block(const qkv_real *restrict p, const qkv_real *re
         o[i] = acc[i] * inv;
 }
 
-/* The task of row n, head h; s holds S reals (the scores, then the probabilities). */
+/* off[j] = where key j of row n starts, relative to head h's base: from key_rows, kv_rows or the
+ * row itself. */
+static void key_offsets(const qkv_attend_cached_problem *p, int64_t n, int64_t *restrict off) {
+    const int64_t sj = p->kv_sj, sn = p->kv_sn;
+    if (p->key_rows) {
+        const int32_t *rows = p->key_rows + n * p->key_rows_ld;
+        for (int64_t j = 0; j < p->S; j++) off[j] = rows[j] * sn + j * sj;
+    } else {
+        const int64_t base = (p->kv_rows ? p->kv_rows[n] : n) * sn;
+        for (int64_t j = 0; j < p->S; j++) off[j] = base + j * sj;
+    }
+}
+
+/* The task of row n, head h; s holds S reals (the scores, then the probabilities), off the S key
+ * offsets of row n (key_offsets). */
 static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
-                       qkv_real *restrict s) {
-    const int64_t S = p->S, D = p->D, sj = p->kv_sj;
+                       qkv_real *restrict s, const int64_t *restrict off) {
+    const int64_t S = p->S, D = p->D;
     const qkv_real scale = (qkv_real)p->scale;
     const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
-    const int64_t kn = p->kv_rows ? p->kv_rows[n] : n;
-    const qkv_real *k = p->k + kn * p->kv_sn + h * p->kv_sh;
-    const qkv_real *v = p->v + kn * p->kv_sn + h * p->kv_sh;
+    const qkv_real *k = p->k + h * p->kv_sh;
+    const qkv_real *v = p->v + h * p->kv_sh;
     const int32_t *pad = p->key_padding ? p->key_padding + n * S : NULL;
     qkv_real *restrict o = p->o + n * p->o_sn + h * D;
     qkv_real mx = (qkv_real)-INFINITY;
@@ -67,7 +80,7 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
             s[j] = (qkv_real)-INFINITY;
             continue;
         }
-        s[j] = scale * dot(q, k + j * sj, D);
+        s[j] = scale * dot(q, k + off[j], D);
         mx = s[j] > mx ? s[j] : mx;
     }
     if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
@@ -83,11 +96,11 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
     const qkv_real inv = 1 / l;
     int64_t d = 0;
     for (; d + 8 <= D; d += 8)
-        weighted_block(s, v + d, S, sj, inv, o + d);
+        weighted_block(s, v + d, S, off, inv, o + d);
     for (; d < D; d++) { /* the same sums, one dimension at a time */
         qkv_real acc = 0;
         for (int64_t j = 0; j < S; j++)
-            if (s[j] != 0) acc += s[j] * v[j * sj + d];
+            if (s[j] != 0) acc += s[j] * v[off[j] + d];
         o[d] = acc * inv;
     }
 }
@@ -101,8 +114,11 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
 #else
     const int threads = 1;
 #endif
-    qkv_real *scratch =
-        qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(p->S ? p->S : 1) * (size_t)threads);
+    /* per thread: S reals (the scores; S rounded up to even keeps what follows 8-byte aligned),
+     * then S key offsets */
+    const size_t reals = sizeof(qkv_real) * (size_t)((p->S + 1) & ~(int64_t)1),
+                 per_thread = reals + sizeof(int64_t) * (size_t)p->S;
+    unsigned char *scratch = qkv__scratch(ctx, (per_thread ? per_thread : 1) * (size_t)threads);
     if (!scratch) return false;
     if (ctx->measure_only) { /* the arena measure run (internal.h): zeros, no key read */
         for (int64_t n = 0; n < p->N; n++) memset(p->o + n * p->o_sn, 0, sizeof(qkv_real) * (size_t)(p->H * p->D));
@@ -113,11 +129,13 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
 #endif
     for (int64_t t = 0; t < tasks; t++) {
 #ifdef QKV_WITH_OPENMP
-        qkv_real *s = scratch + (int64_t)omp_get_thread_num() * p->S;
+        unsigned char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
 #else
-        qkv_real *s = scratch;
+        unsigned char *mine = scratch;
 #endif
-        attend_one(p, t / p->H, t % p->H, s);
+        int64_t *off = (int64_t *)(mine + reals);
+        key_offsets(p, t / p->H, off); /* S per task against its S D multiply-adds */
+        attend_one(p, t / p->H, t % p->H, (qkv_real *)mine, off);
     }
     return true;
 }

@@ -11,7 +11,9 @@
  * only the data movement: qkv_sdpa wants contiguous operands, so every step would copy the
  * narrowed cache and build a transposed copy of K (O(N H S D) each, per layer and step), then
  * merge the heads of o into another tensor. With kv_rows, rows share cache rows (the beams of a
- * sentence attending over its one copy of the projected source).
+ * sentence attending over its one copy of the projected source); with key_rows, each key has its
+ * own row (beam search's hypotheses reading the keys of their common prefix where they were
+ * written, instead of copies of them).
  *
  * Determinism: (n, h) pairs are independent tasks; each sums its keys and dimensions in a fixed
  * order, so the result does not depend on the thread count.
@@ -29,12 +31,15 @@ typedef struct qkv_attend_cached_problem {
     const qkv_real *k, *v; /* k[n][h][j][:] at k + n kv_sn + h kv_sh + j kv_sj, unit stride */
     int64_t kv_sn, kv_sh, kv_sj;
     const int32_t *kv_rows;     /* NULL, or (N): row n reads k and v of row kv_rows[n] */
+    const int32_t *key_rows;    /* NULL, or (N, key_rows_ld): key j of row n is read from row
+                                 * key_rows[n key_rows_ld + j] (replaces kv_rows) */
+    int64_t key_rows_ld;
     const int32_t *key_padding; /* (N, S) contiguous, nonzero = masked key; or NULL */
     qkv_real *o;                /* o[n][h D + d] at o + n o_sn + h D + d */
     int64_t o_sn;
 } qkv_attend_cached_problem;
 
-/* Runs the problem; scratch comes from ctx's arena (S reals per thread). Returns false (with the
+/* Runs the problem; scratch comes from ctx's arena (S reals and S offsets per thread). Returns false (with the
  * context's error set) when the scratch cannot be had. */
 bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p);
 

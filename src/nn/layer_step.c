@@ -44,12 +44,13 @@ qkv_tensor *qkv_layer_step(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, int6
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "layer_step: missing cache tensors (%s layer)",
                         l->decoder ? "decoder" : "encoder");
     int i = 0;
-    qkv_tensor *f = qkv_mha_step(ctx, &l->self_attn, block_in(ctx, l, i, x), cache->self_k,
-                                 cache->self_v, t0, true, self_mask, self_weights);
+    qkv_tensor *f = qkv__mha_step_rows(ctx, &l->self_attn, block_in(ctx, l, i, x), cache->self_k,
+                                       cache->self_v, NULL, cache->self_rows, t0, true, self_mask,
+                                       self_weights);
     x = block_out(ctx, l, i++, x, f);
     if (l->decoder) {
         f = qkv__mha_step_rows(ctx, &l->cross_attn, block_in(ctx, l, i, x), cache->cross_k,
-                               cache->cross_v, cache->cross_rows, t0, false, cross_mask,
+                               cache->cross_v, cache->cross_rows, NULL, t0, false, cross_mask,
                                cross_weights);
         x = block_out(ctx, l, i++, x, f);
     }

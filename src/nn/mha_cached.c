@@ -22,7 +22,10 @@
  * steps, other variants and the reference kernels take qkv__mha_attend.
  *
  * Cross-attention caches may hold one row per source with kv_rows mapping each row to its source
- * (qkv__mha_step_rows; beam search's hypotheses of a sentence share one projected memory).
+ * (qkv__mha_step_rows; beam search's hypotheses of a sentence share one projected memory). A
+ * self-attention cache may be read through a table self_rows (N, L) giving the cache row of each
+ * row's key position (qkv_layer_cache.self_rows): the decoding session reorders hypotheses by
+ * rewriting that table, and every key and value stays in the row that computed it.
  *
  * Nothing is saved for backward: writing into the cache is not differentiable, so both calls
  * refuse to run when a parameter or input would need a gradient.
@@ -74,8 +77,8 @@ static qkv_tensor *unit_last_stride(qkv_ctx *ctx, qkv_tensor *t) {
  * attended in place; or NULL (status untouched) when the step does not qualify (see the top). */
 static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_tensor *q,
                                    const qkv_tensor *cache_k, const qkv_tensor *cache_v,
-                                   const int32_t *kv_rows, int64_t S, const qkv_mask *mk,
-                                   qkv_tensor **weights_out) {
+                                   const int32_t *kv_rows, const int32_t *self_rows, int64_t S,
+                                   const qkv_mask *mk, qkv_tensor **weights_out) {
     const qkv_mha_config *c = &m->cfg;
     const int64_t N = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
     const qkv_tensor *kp = mk->key_padding;
@@ -106,6 +109,8 @@ static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_ten
                                          .kv_sh = cache_k->stride[1],
                                          .kv_sj = cache_k->stride[2],
                                          .kv_rows = kv_rows,
+                                         .key_rows = self_rows,
+                                         .key_rows_ld = cache_k->shape[2],
                                          .key_padding = kp ? qkv__idata(kp) : NULL,
                                          .o = qkv__data(o),
                                          .o_sn = H * D};
@@ -168,15 +173,34 @@ static qkv_tensor *gather_cache_rows(qkv_ctx *ctx, const qkv_tensor *cache, cons
     return g;
 }
 
+/* The first S positions of a cache (R, H, L, D) as row n sees them through the table self_rows
+ * (N, L) (position j from row self_rows[n L + j]), gathered into a new contiguous (N, H, S, D). */
+static qkv_tensor *gather_key_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int32_t *self_rows,
+                                   int64_t N, int64_t S) {
+    const int64_t H = cache->shape[1], L = cache->shape[2], D = cache->shape[3];
+    qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
+    if (!g) return NULL;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t j = 0; j < S; j++)
+                memcpy(qkv__data(g) + ((n * H + h) * S + j) * D,
+                       qkv__data(cache) + self_rows[n * L + j] * cache->stride[0] +
+                           h * cache->stride[1] + j * cache->stride[2],
+                       sizeof(qkv_real) * (size_t)D);
+    return g;
+}
+
 qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
                          qkv_tensor *cache_v, int64_t t0, bool self_attn, const qkv_mask *mask,
                          qkv_tensor **weights_out) {
-    return qkv__mha_step_rows(ctx, m, x, cache_k, cache_v, NULL, t0, self_attn, mask, weights_out);
+    return qkv__mha_step_rows(ctx, m, x, cache_k, cache_v, NULL, NULL, t0, self_attn, mask,
+                              weights_out);
 }
 
 qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
-                               qkv_tensor *cache_v, const int32_t *kv_rows, int64_t t0,
-                               bool self_attn, const qkv_mask *mask, qkv_tensor **weights_out) {
+                               qkv_tensor *cache_v, const int32_t *kv_rows,
+                               const int32_t *self_rows, int64_t t0, bool self_attn,
+                               const qkv_mask *mask, qkv_tensor **weights_out) {
     if (weights_out) *weights_out = NULL;
     if (!QKV_OP_BEGIN(ctx, "mha_step", x, cache_k, cache_v)) return NULL;
     if (!m || !m->in_proj_weight)
@@ -191,7 +215,11 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
     if (kv_rows && self_attn)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
                         "mha_step: shared cache rows are for cross-attention only");
-    const int64_t R = kv_rows && cache_k && cache_k->ndim == 4 ? cache_k->shape[0] : N;
+    if (self_rows && !self_attn)
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                        "mha_step: a table of key rows is for self-attention only");
+    const int64_t R =
+        (kv_rows || self_rows) && cache_k && cache_k->ndim == 4 ? cache_k->shape[0] : N;
     if (!check_cache(ctx, m, "mha_step", cache_k, "cache_k", R) ||
         !check_cache(ctx, m, "mha_step", cache_v, "cache_v", R))
         return NULL;
@@ -208,6 +236,18 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
         return QKV_FAIL(ctx, QKV_ERR_SHAPE,
                         "mha_step: positions %lld .. %lld do not fit a cache of %lld positions",
                         (long long)t0, (long long)(t0 + T - 1), (long long)L);
+    if (self_rows && R < N)
+        return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: caches of %lld rows for %lld rows",
+                        (long long)R, (long long)N);
+    for (int64_t n = 0; self_rows && n < N; n++)
+        for (int64_t j = 0; j < t0 + T; j++) {
+            const int32_t r = self_rows[n * L + j];
+            if (j < t0 ? r < 0 || r >= R : r != n)
+                return QKV_FAIL(ctx, QKV_ERR_SHAPE,
+                                "mha_step: row %lld reads position %lld from cache row %d; %s",
+                                (long long)n, (long long)j, r,
+                                j < t0 ? "not a row of the cache" : "a new position is its own row");
+        }
     qkv_mask mk = mask ? *mask : qkv_mask_none();
     if (self_attn) {
         if (mk.causal || mk.window_left >= 0 || mk.window_right >= 0 || mk.allowed)
@@ -240,12 +280,17 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
         write_rows(kv[0], cache_k, t0);
         write_rows(kv[1], cache_v, t0);
     }
-    qkv_tensor *o = attend_in_place(ctx, m, q, cache_k, cache_v, kv_rows, S, &mk, weights_out);
+    qkv_tensor *o =
+        attend_in_place(ctx, m, q, cache_k, cache_v, kv_rows, self_rows, S, &mk, weights_out);
     if (o || ctx->status)
         return o ? qkv_linear(ctx, o, m->out_proj_weight, m->out_proj_bias) : NULL;
     if (kv_rows) { /* the general path wants one cache row per row */
         cache_k = gather_cache_rows(ctx, cache_k, kv_rows, N);
         cache_v = gather_cache_rows(ctx, cache_v, kv_rows, N);
+        if (!cache_k || !cache_v) return NULL;
+    } else if (self_rows) { /* and each row's keys in its own row: (N, H, S, D) */
+        cache_k = gather_key_rows(ctx, cache_k, self_rows, N, S);
+        cache_v = gather_key_rows(ctx, cache_v, self_rows, N, S);
         if (!cache_k || !cache_v) return NULL;
     }
     qkv_tensor *k = qkv_narrow(ctx, cache_k, 2, 0, S); /* (N, H, S, D) */

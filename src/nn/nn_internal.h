@@ -31,8 +31,9 @@ qkv_tensor *qkv__mha_scores(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
 /* qkv_mha_step with cross-attention caches of R rows shared by the N rows: row n attends over
  * cache row kv_rows[n] (kv_rows NULL: R = N, row n over row n). Self-attention takes NULL. */
 qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
-                               qkv_tensor *cache_v, const int32_t *kv_rows, int64_t t0,
-                               bool self_attn, const qkv_mask *mask, qkv_tensor **weights_out);
+                               qkv_tensor *cache_v, const int32_t *kv_rows,
+                               const int32_t *self_rows, int64_t t0, bool self_attn,
+                               const qkv_mask *mask, qkv_tensor **weights_out);
 qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k,
                             qkv_tensor *v, const qkv_mask *mask, int64_t query_offset,
                             qkv_tensor **weights_out);

@@ -42,7 +42,7 @@ TEST(mha_step_shared_cross_rows_equal_per_row_copies) {
     }
     qkv_mask mask = qkv_mask_none();
     mask.key_padding = pad;
-    qkv_tensor *shared = qkv__mha_step_rows(ctx, &m, x, ck, cv, map, 0, false, &mask, NULL);
+    qkv_tensor *shared = qkv__mha_step_rows(ctx, &m, x, ck, cv, map, NULL, 0, false, &mask, NULL);
     qkv_tensor *copies = qkv_mha_step(ctx, &m, x, ck_rows, cv_rows, 0, false, &mask, NULL);
     CHECK_OK(qkv_ctx_status(ctx));
     CHECK(shared && copies &&
@@ -53,16 +53,16 @@ TEST(mha_step_shared_cross_rows_equal_per_row_copies) {
         qkv_tensor *same = tu_tensor(QKV_REAL, 3, (int64_t[]){N, 1, C});
         for (int n = 0; n < N; n++) /* every row the same query: rows then differ by source only */
             memcpy((qkv_real *)same->data + n * C, x->data, sizeof(qkv_real) * C);
-        y = qkv__data(qkv__mha_step_rows(ctx, &m, same, ck, cv, map, 0, false, &mask, NULL));
+        y = qkv__data(qkv__mha_step_rows(ctx, &m, same, ck, cv, map, NULL, 0, false, &mask, NULL));
         CHECK(y && memcmp(y + 1 * C, y + 2 * C, sizeof(qkv_real) * C) == 0);
         CHECK(y && memcmp(y + 0 * C, y + 3 * C, sizeof(qkv_real) * C) == 0);
         CHECK(y && memcmp(y + 0 * C, y + 1 * C, sizeof(qkv_real) * C) != 0);
         tu_free(same);
     }
     const int32_t bad_map[N] = {0, 1, 2, 0};
-    TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, bad_map, 0, false, NULL, NULL),
+    TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, bad_map, NULL, 0, false, NULL, NULL),
                    QKV_ERR_SHAPE, "mha_step", "cache row 2");
-    TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, map, 0, true, NULL, NULL),
+    TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, map, NULL, 0, true, NULL, NULL),
                    QKV_ERR_INVALID_ARG, "mha_step", "cross-attention only");
     qkv_ctx_free(ctx);
     qkv_tensor *all[] = {mem, x, ck, cv, ck_rows, cv_rows, pad};

@@ -6,7 +6,8 @@
  *   the lane order the result must equal the naive reference bit for bit; row blocks of 1 to 4,
  *   column tails of 1 and 2 (NB = 3), k tails of 1 to 7 (the masked loads), leading dimensions
  *   larger than the rows filled with NaN (and NaN after the last row: a read outside [0, k) would
- *   show) and a sentinel in C's padding catch any indexing slip.
+ *   show) and a sentinel in C's padding catch any indexing slip; products split over the threads
+ *   in chunks of B's rows, down to chunks with no rows.
  * - BLAS semantics: beta = 0 ignores NaN in C.
  * - Both widths the CPU has (8 lanes with AVX2, 16 with AVX-512F), each test at each.
  * - Rounding: on random floats within a k-proportional bound of the double reference; each row
@@ -99,6 +100,10 @@ TEST(gemm_small_m_exact_on_every_edge_path) {
             for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
                 for (size_t l = 0; l < sizeof ks / sizeof *ks; l++)
                     for (int s = 0; s < 3; s++) exact_case(ms[i], ns[j], ks[l], ab[s][0], ab[s][1], (i + j + l) % 3);
+        /* over the threads with fewer blocks of B's rows than chunks (a chunk with no rows) and
+         * with chunks of unequal length; exact: |sums| <= 9 k < 2^24 */
+        const int64_t par[][3] = {{16, 1, 20000}, {16, 7, 4099}, {16, 301, 515}, {3, 1000, 517}};
+        for (size_t i = 0; i < sizeof par / sizeof *par; i++) exact_case(par[i][0], par[i][1], par[i][2], 1, 0, 1);
     }
     qkv__gemm_small_m_lanes(0);
 #endif

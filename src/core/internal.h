@@ -212,9 +212,13 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
 /* C = alpha A B^T + beta C, float, A (m, k) and B (n, k) row-major, for few rows m: B is read in
  * place, not packed (src/kernels/gemm_small_m.c). Only where qkv__gemm_small_m_available()
  * (x86-64 with AVX2 and FMA). qkv_gemm and qkv__gemm_batched2 use it for the products where
- * qkv__gemm_uses_small_m is true: BLAS float builds, !trans_a && trans_b, m <= QKV_SMALL_M_ROWS,
- * n k >= 4096. */
+ * qkv__gemm_uses_small_m is true: BLAS float builds, !trans_a && trans_b, and either
+ * m <= QKV_SMALL_M_ROWS with n k >= 4096, or m <= QKV_SMALL_M_WEIGHT_ROWS with B the size of a
+ * weight (k >= 256, n k >= 2^17: a linear layer of a beam or a batch of hypotheses, where BLAS's
+ * packing of B for every tile of rows costs more than the kernel saves; BENCHMARKS.md, session
+ * 10). */
 #define QKV_SMALL_M_ROWS 16
+#define QKV_SMALL_M_WEIGHT_ROWS 96
 bool qkv__gemm_small_m_available(void);
 /* For the tests: the small-M kernel on 8 lanes (AVX2) or 16 (AVX-512F, where the CPU has it),
  * whatever the CPU's vendor, or back to the default choice (0). */

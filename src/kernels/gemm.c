@@ -281,7 +281,9 @@ static void gemm_one(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
  * same bits on every call. */
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
 #if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
-    return !trans_a && trans_b && m <= QKV_SMALL_M_ROWS && n * k >= 4096 && qkv__gemm_small_m_available();
+    const bool few = m <= QKV_SMALL_M_ROWS && n * k >= 4096,
+               weight = m <= QKV_SMALL_M_WEIGHT_ROWS && k >= 256 && n * k >= ((int64_t)1 << 17);
+    return !trans_a && trans_b && (few || weight) && qkv__gemm_small_m_available();
 #else
     (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k;
     return false;

@@ -184,15 +184,20 @@ TEST(gemm_routes_few_rows_to_the_small_m_kernel) {
     NEED_KERNEL();
     if (strstr(qkv_version(), "blas=off")) SKIP("without BLAS qkv_gemm is the blocked GEMM");
 #ifndef QKV_DOUBLE
-    /* the rule: x W^T (no transposed A, transposed B), at most 16 rows, n k >= 4096 */
+    /* the rule: x W^T (no transposed A, transposed B); at most 16 rows and n k >= 4096, or at
+     * most 96 rows against a weight (k >= 256, n k >= 2^17) */
     const struct {
         bool ta, tb;
         int64_t m, n, k;
         bool small;
-    } rule[] = {{false, true, 1, 64, 64, true},    {false, true, 16, 512, 512, true},
-                {false, true, 17, 512, 512, false}, {false, true, 16, 4095, 1, false},
-                {false, true, 16, 4096, 1, true},   {false, false, 4, 512, 512, false},
-                {true, true, 4, 512, 512, false},   {true, false, 4, 512, 512, false}};
+    } rule[] = {{false, true, 1, 64, 64, true},      {false, true, 16, 512, 512, true},
+                {false, true, 17, 64, 64, false},     {false, true, 16, 4095, 1, false},
+                {false, true, 16, 4096, 1, true},     {false, false, 4, 512, 512, false},
+                {true, true, 4, 512, 512, false},     {true, false, 4, 512, 512, false},
+                {false, true, 17, 512, 512, true},    {false, true, 96, 512, 256, true},
+                {false, true, 97, 512, 256, false},   {false, true, 64, 511, 256, false},
+                {false, true, 64, 1024, 255, false},  {false, false, 64, 512, 512, false},
+                {true, true, 64, 512, 512, false}};
     for (size_t i = 0; i < sizeof rule / sizeof *rule; i++)
         CHECK_MSG(qkv__gemm_uses_small_m(rule[i].ta, rule[i].tb, rule[i].m, rule[i].n, rule[i].k) == rule[i].small,
                   "rule %zu: %c%c %lldx%lldx%lld", i, rule[i].ta ? 'T' : 'N', rule[i].tb ? 'T' : 'N',
@@ -212,6 +217,16 @@ TEST(gemm_routes_few_rows_to_the_small_m_kernel) {
     for (int s = 0; s < 2; s++)
         qkv_gemm(false, true, 4, half, k, 1, a + s * 4 * k, k, b + s * half * k, k, 0, c2 + s * 4 * half, half);
     CHECK_MSG(memcmp(c1, c2, sizeof(float) * 8 * half) == 0, "a batched product differs from qkv_gemm's");
+    /* up to 96 rows against a weight, the kernel too */
+    const int64_t wn = 512, wk = 256;
+    float *wa = malloc(sizeof(float) * 96 * wk), *wb = malloc(sizeof(float) * wn * wk);
+    float *wc1 = malloc(sizeof(float) * 96 * wn), *wc2 = malloc(sizeof(float) * 96 * wn);
+    tu_fill_uniform(wa, 96 * wk, -1, 1, 53);
+    tu_fill_uniform(wb, wn * wk, -1, 1, 54);
+    qkv_gemm(false, true, 96, wn, wk, 1, wa, wk, wb, wk, 0, wc1, wn);
+    qkv__gemm_small_m(96, wn, wk, 1, wa, wk, wb, wk, 0, wc2, wn);
+    CHECK_MSG(memcmp(wc1, wc2, sizeof(float) * 96 * wn) == 0, "qkv_gemm with 96 rows of a weight is not the small-M kernel");
+    free(wa), free(wb), free(wc1), free(wc2);
     /* with more rows, BLAS: within rounding of the kernel, not necessarily the same bits */
     qkv_gemm(false, true, 32, n, k, 1, a, k, b, k, 0, c1, n);
     qkv__gemm_small_m(32, n, k, 1, a, k, b, k, 0, c2, n);

@@ -21,6 +21,14 @@
  * (the small-M kernel at these M) and cblas_sgemm alternate, 3 warm-up passes, then the median of
  * 15 passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9").
  *
+ *   build/release/bench_gemm --few-rows [--threads N]
+ *
+ * Where the small-M kernel pays: for weight-shaped B (config B's and S's decoder weights, GPT-2's,
+ * and head-sized k = 64 products) and M = 16 .. 256 rows, the median time of 7 samples of qkv_gemm
+ * with the small-M rule off (BLAS in qkv_gemm's tiles; qkv__gemm_small_m_enable) against the
+ * small-M kernel itself, alternating, operands in cache; prints BLAS time / kernel time (> 1: the
+ * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md, "Session 10").
+ *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
  * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
@@ -30,6 +38,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
+#include "core/internal.h" /* the small-M kernel and its switch (--few-rows) */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +119,55 @@ static int ceiling(bool json) {
     return 0;
 }
 
+static int few_rows(void) {
+    static const int64_t shapes[][2] = {{1536, 512}, {512, 512},  {2048, 512}, {512, 2048}, {8000, 512},
+                                        {768, 256},  {1024, 256}, {256, 1024}, {2304, 768}, {3072, 768},
+                                        {768, 3072}, {256, 64},   {1024, 64}}; /* (N, K) of B */
+    static const int64_t rows[] = {16, 32, 64, 80, 96, 128, 256};
+    enum { N_ROWS = sizeof rows / sizeof *rows, SAMPLES = 7 };
+    qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * 256 * 3072), *b = aligned_alloc(64, sizeof(qkv_real) * 8000 * 512),
+             *c = aligned_alloc(64, sizeof(qkv_real) * 256 * 8000);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        free(a), free(b), free(c);
+        return 1;
+    }
+    for (int64_t i = 0; i < 256 * 3072; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+    for (int64_t i = 0; i < 8000 * 512; i++) b[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+    printf("qkv %s, %d thread(s): BLAS (qkv_gemm's tiles) time / small-M kernel time, median of %d\n",
+           qkv_version(), qkv_get_num_threads(), SAMPLES);
+    printf("%-12s", "N x K");
+    for (int r = 0; r < N_ROWS; r++) printf(" %7s%-3lld", "M=", (long long)rows[r]);
+    printf("\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t n = shapes[s][0], k = shapes[s][1];
+        printf("%5lld x %-4lld", (long long)n, (long long)k);
+        for (int r = 0; r < N_ROWS; r++) {
+            const int64_t m = rows[r], reps = 1 + 20000000 / (n * k); /* ~20 M multiply-adds per row */
+            double t[2][SAMPLES];
+            for (int pass = 0; pass < SAMPLES + 2; pass++)
+                for (int which = 0; which < 2; which++) { /* 0: BLAS tiles, 1: the kernel */
+                    const double t0 = bench_now();
+                    for (int64_t i = 0; i < reps; i++) {
+                        if (which) qkv__gemm_small_m(m, n, k, 1, a, k, b, k, 0, c, n);
+                        else {
+                            qkv__gemm_small_m_enable(false);
+                            qkv_gemm(false, true, m, n, k, 1, a, k, b, k, 0, c, n);
+                            qkv__gemm_small_m_enable(true);
+                        }
+                    }
+                    if (pass >= 2) t[which][pass - 2] = bench_now() - t0;
+                }
+            qsort(t[0], SAMPLES, sizeof(double), cmp_double);
+            qsort(t[1], SAMPLES, sizeof(double), cmp_double);
+            printf(" %9.2fx", t[0][SAMPLES / 2] / t[1][SAMPLES / 2]);
+        }
+        printf("\n");
+    }
+    free(a), free(b), free(c);
+    return 0;
+}
+
 static int decode_step(void) {
     enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3 };
     static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
@@ -167,7 +225,8 @@ int main(int argc, char **argv) {
     bench_blas_kernels(argv);
     int threads = 0;
     double seconds = 1.0;
-    bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false;
+    bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
+         rows_table = false;
     for (int i = 1; i < argc; i++) {
         const char *me = "bench_gemm";
         if (!strcmp(argv[i], "--threads")) {
@@ -179,9 +238,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--decode")) decode = true;
         else if (!strcmp(argv[i], "--decode-step")) decode_stream = true;
+        else if (!strcmp(argv[i], "--few-rows")) rows_table = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
                             "       bench_gemm --decode-step [--threads N]\n"
+                            "       bench_gemm --few-rows [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -193,6 +254,7 @@ int main(int argc, char **argv) {
     qkv_set_num_threads(threads);
     if (want_ceiling) return ceiling(json);
     if (decode_stream) return decode_step();
+    if (rows_table) return few_rows();
     typedef struct {
         const char *name;
         int64_t m, n, k;

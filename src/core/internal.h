@@ -219,6 +219,9 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
  * 10). */
 #define QKV_SMALL_M_ROWS 16
 #define QKV_SMALL_M_WEIGHT_ROWS 96
+/* For bench/bench_gemm.c --few-rows: false sends every product to BLAS (qkv_gemm's tiles), as if
+ * the rule never held; true (the default) restores it. Not thread-safe; not for library code. */
+void qkv__gemm_small_m_enable(bool on);
 bool qkv__gemm_small_m_available(void);
 /* For the tests: the small-M kernel on 8 lanes (AVX2) or 16 (AVX-512F, where the CPU has it),
  * whatever the CPU's vendor, or back to the default choice (0). */

@@ -33,8 +33,9 @@
  * n k >= 4096, or m <= QKV_SMALL_M_WEIGHT_ROWS against a weight-sized B (qkv__gemm_uses_small_m):
  * a decoding step's linear layers (up to 96 rows: beams and batches of hypotheses), and attention
  * scores Q K^T of at most 16 queries against L keys when L d_head >= 4096. Against OpenBLAS
- * through qkv_gemm's tiles (2 threads, Emerald Rapids, weights in cache): 1.5-2.1x at 17-32 rows,
- * 1.1-1.4x at 64-80, even at 128, slower at 256; slower from 32 rows when k = 64 (head-sized). Everything else, and builds
+ * through qkv_gemm's tiles (bench_gemm --few-rows, Emerald Rapids, weights in cache, 1 or 2
+ * threads): 1.3-2.4x at 32 rows, 1.0-1.6x at 64-96, about even at 128, mostly slower at 256;
+ * slower from 32 rows when k = 64 (head-sized). Everything else, and builds
  * without BLAS, run as before (BLAS or the portable blocked GEMM).
  */
 #include "../core/internal.h"

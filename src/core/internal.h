@@ -66,6 +66,9 @@ typedef struct qkv_arena {
 } qkv_arena;
 
 void qkv__arena_init(qkv_arena *a, size_t initial, bool poison);
+/* Ask for transparent huge pages on the 2 MiB-aligned part of a fresh, untouched buffer of at
+ * least 2 MiB (hugepages.c: the parameter blocks); advice only, nothing depends on it. */
+void qkv__advise_huge_pages(void *p, size_t bytes);
 void qkv__arena_free(qkv_arena *a);
 void qkv__arena_reset(qkv_arena *a);
 void *qkv__arena_alloc(qkv_arena *a, size_t bytes); /* 64-aligned, NULL on OOM */

@@ -23,6 +23,8 @@
  */
 #include "bench_common.h"
 
+static const char ME[] = "bench_attention"; /* the program in option messages */
+
 enum { MAX_REPS = 20 };
 
 typedef struct {
@@ -144,31 +146,30 @@ int main(int argc, char **argv) {
     int reps = 3;
     double dropout = 0;
     bool causal_one = false, json = false;
-    const char *me = "bench_attention";
     for (int i = 1; i < argc; i++) {
         int v = 0;
         if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &v)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &v)) return 2;
             qkv_set_num_threads(v);
         } else if (!strcmp(argv[i], "--max-t")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 1 << 20, &v)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1 << 20, &v)) return 2;
             max_t = v;
         } else if (!strcmp(argv[i], "--ref-max-t")) {
-            if (!cli_int_option(me, argc, argv, &i, 0, 1 << 20, &v)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 0, 1 << 20, &v)) return 2;
             ref_max_t = v;
         } else if (!strcmp(argv[i], "--seq")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 1 << 20, &v)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1 << 20, &v)) return 2;
             seq = v;
         } else if (!strcmp(argv[i], "--batch")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 4096, &v)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &v)) return 2;
             batch = v;
         } else if (!strcmp(argv[i], "--reps")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 20, &reps)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 20, &reps)) return 2;
         } else if (!strcmp(argv[i], "--causal"))
             causal_one = true;
         else if (!strcmp(argv[i], "--dropout")) {
             double p = 0;
-            if (!cli_real_option(me, argc, argv, &i, 0, 1, false, &p)) return 2;
+            if (!cli_real_option(ME, argc, argv, &i, 0, 1, false, &p)) return 2;
             dropout = p;
         } else if (!strcmp(argv[i], "--json"))
             json = true;

@@ -20,6 +20,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
 
+static const char ME[] = "bench_bandwidth"; /* the program in option messages */
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,13 +53,12 @@ int main(int argc, char **argv) {
     int max_threads = 2, reps = 10;
     bool json = false;
     for (int i = 1; i < argc; i++) {
-        const char *me = "bench_bandwidth";
         if (!strcmp(argv[i], "--mib")) {
-            if (!cli_real_option(me, argc, argv, &i, 1, 65536, false, &mib)) return 2;
+            if (!cli_real_option(ME, argc, argv, &i, 1, 65536, false, &mib)) return 2;
         } else if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &max_threads)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &max_threads)) return 2;
         } else if (!strcmp(argv[i], "--reps")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 10000, &reps)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 10000, &reps)) return 2;
         } else if (!strcmp(argv[i], "--json")) json = true;
         else {
             fprintf(stderr, "usage: bench_bandwidth [--mib M] [--threads N] [--reps R] [--json]\n");

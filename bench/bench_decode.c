@@ -21,7 +21,7 @@
  */
 #include "bench_common.h"
 
-#define ME "bench_decode" /* the program in option messages */
+static const char ME[] = "bench_decode"; /* the program in option messages */
 
 /* Processor seconds of the whole process (every thread) so far. */
 static double cpu_now(void) {

@@ -40,6 +40,8 @@
 #include "bench_common.h"
 #include "core/internal.h" /* the small-M kernel and its switch (--few-rows) */
 
+static const char ME[] = "bench_gemm"; /* the program in option messages */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +122,11 @@ static int ceiling(bool json) {
 }
 
 static int few_rows(void) {
+    if (!qkv__gemm_small_m_available()) {
+        fprintf(stderr, "bench_gemm: --few-rows: this CPU or build has no small-M kernel (x86-64 with AVX2 and FMA, "
+                        "float)\n");
+        return 1;
+    }
     static const int64_t shapes[][2] = {{1536, 512}, {512, 512},  {2048, 512}, {512, 2048}, {8000, 512},
                                         {768, 256},  {1024, 256}, {256, 1024}, {2304, 768}, {3072, 768},
                                         {768, 3072}, {256, 64},   {1024, 64}}; /* (N, K) of B */
@@ -228,11 +235,10 @@ int main(int argc, char **argv) {
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
          rows_table = false;
     for (int i = 1; i < argc; i++) {
-        const char *me = "bench_gemm";
         if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option(me, argc, argv, &i, 1, 1024, &threads)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
         } else if (!strcmp(argv[i], "--seconds")) {
-            if (!cli_real_option(me, argc, argv, &i, 0, 3600, true, &seconds)) return 2;
+            if (!cli_real_option(ME, argc, argv, &i, 0, 3600, true, &seconds)) return 2;
         } else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
         else if (!strcmp(argv[i], "--ceiling")) want_ceiling = true;
         else if (!strcmp(argv[i], "--json")) json = true;

@@ -29,6 +29,8 @@
  */
 #include "bench_common.h"
 
+static const char ME[] = "bench_train"; /* the program in option messages */
+
 #include <math.h>
 
 /* One training batch: S, B: src (B, S), tgt_in (B, T) = the target without its last token,
@@ -110,13 +112,13 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             if (!(c = bench_find_config(argv[++i]))) return 2;
         } else if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option("bench_train", argc, argv, &i, 1, 1024, &threads)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
         } else if (!strcmp(argv[i], "--steps")) {
-            if (!cli_int_option("bench_train", argc, argv, &i, 1, 100000, &steps)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 100000, &steps)) return 2;
         } else if (!strcmp(argv[i], "--warmup")) {
-            if (!cli_int_option("bench_train", argc, argv, &i, 0, 100000, &warmup)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 0, 100000, &warmup)) return 2;
         } else if (!strcmp(argv[i], "--seed")) {
-            if (!cli_u64_option("bench_train", argc, argv, &i, &seed)) return 2;
+            if (!cli_u64_option(ME, argc, argv, &i, &seed)) return 2;
         } else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {

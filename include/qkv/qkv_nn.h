@@ -173,7 +173,8 @@ QKV_API qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, 
 
 /* Incremental step of a layer (src/nn/layer_step.c): the caches of one layer. */
 typedef struct qkv_layer_cache {
-    qkv_tensor *self_k, *self_v;   /* (N, H, L, D): self-attention keys / values by position */
+    qkv_tensor *self_k, *self_v;   /* (N, H, L, D), or (R, H, L, D) with self_rows: self-attention
+                                    * keys / values by position */
     qkv_tensor *cross_k, *cross_v; /* decoder layers: (N, H, S, D) projected memory */
     /* NULL, or (N): row n attends over row cross_rows[n] of cross_k / cross_v, which then hold
      * one row per source (beams of a sentence share their memory instead of copies of it) */

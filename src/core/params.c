@@ -123,7 +123,10 @@ qkv_status qkv_params_finalize(qkv_params *p) {
             return QKV_ERROR(QKV_ERR_OOM, "qkv_params_finalize: out of memory (%zu bytes x 4)", bytes);
         const uintptr_t at = ((uintptr_t)p->raw_blocks[b] + QKV_ARENA_ALIGN - 1) & ~(uintptr_t)(QKV_ARENA_ALIGN - 1);
         p->blocks[b] = (qkv_real *)at;
-        qkv__advise_huge_pages(p->blocks[b], bytes); /* 2 MiB pages: 512x fewer faults (hugepages.c) */
+        /* 2 MiB pages, 512x fewer faults (hugepages.c); only from 32 MiB, glibc's largest mmap
+         * threshold, so the block is a fresh mapping of its own and not a part of the heap that
+         * calloc may clear and later allocations would share */
+        if (bytes >= ((size_t)32 << 20)) qkv__advise_huge_pages(p->blocks[b], bytes);
     }
     int64_t off = 0;
     for (int64_t i = 0; i < p->count; i++) {

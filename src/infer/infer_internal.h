@@ -28,7 +28,8 @@ struct qkv_session {
     qkv_real *self_kv;       /* per layer K then V: (max_rows, H, L, D) each */
     int32_t *self_rows;      /* (max_rows, L): row r's key position j is in self_kv row
                               * self_rows[r L + j] (the row that computed it) */
-    bool self_rows_used;     /* a gather has made self_rows other than the identity */
+    bool self_rows_used;     /* self_rows is passed to the steps (after a reordering gather, and
+                              * in qkv_session_new's measure run); else it is the identity */
     qkv_real *cross_kv;      /* per layer K then V: (n_src, H, S, D) each (S <= max_src_len), one
                               * row per source, read by row r at src_row[r] */
     qkv_tensor *headers;     /* 4 per layer: self K, self V, cross K, cross V */
@@ -46,7 +47,8 @@ struct qkv_session {
     size_t scratch_bytes;
 };
 
-/* Point the cache headers at the current (n, S) layout. */
+/* Point the cache headers at the current layout: n rows (all max_rows self-cache rows once
+ * self_rows is in use, since rows past n may hold keys the table names), the source length S. */
 void qkv__session_sync_headers(qkv_session *s);
 /* The decoder step on tokens (n, T) at position s->t, without argument checks; advances s->t.
  * -> logits (n, T, V) in the session arena, or NULL with the context's status set. */

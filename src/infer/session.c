@@ -11,7 +11,9 @@
  *   memory                        (N, S, C): uncached mode only, the encoder output
  *   scratch                       one (N, largest row block) buffer for qkv_session_gather
  * The current rows are a prefix n <= N of each buffer, laid out contiguously for (n, ...), so a
- * header (qkv_tensor) over a buffer is an ordinary contiguous tensor. Step tensors live in the
+ * header (qkv_tensor) over a buffer is an ordinary contiguous tensor; once a gather has reordered
+ * the rows, the self caches' headers span all N rows, since rows past n may hold keys that the
+ * table self_rows names. Step tensors live in the
  * session's context arena, which every step resets.
  *
  * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
@@ -175,12 +177,15 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
     }
     if (!st) {
         qkv_ctx_set_grad_enabled(s->ctx, false);
-        /* measure run: the largest steps (every row at the last position, whose keys are the
-         * whole cache, a contiguous view; and at the one before, whose strided keys some ops
-         * copy) and the first (position 0, where ALiBi takes the fused kernel and its tiles) on
-         * zeroed buffers, so the arena reaches its high-water mark now and single-token steps
-         * never grow it. Measure-only steps: the products and the cached attention are skipped
-         * (internal.h), so the run costs allocations, not three passes over the weights. */
+        /* measure run: the largest steps (every row at the last position and at the one before)
+         * and the first (position 0, where ALiBi takes the fused kernel and its tiles) on zeroed
+         * buffers, so the arena reaches its high-water mark now and single-token steps never
+         * grow it. They read the keys through the table (self_rows), as steps after a reorder
+         * do: the general attention path then gathers K and V into new tensors, at least what
+         * it allocates without the table (a view of the whole cache at the last position, a
+         * copy of the strided keys at the one before). Measure-only steps: the products, the
+         * cached attention and those gathers are skipped (internal.h), so the run costs
+         * allocations, not three passes over the weights. */
         s->n = p->max_rows;
         s->n_src = ed ? p->max_rows : 0;
         s->S = (int32_t)Smax;
@@ -382,9 +387,8 @@ static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from
      * scratch buffer, read before anything is written (a). Every other destination is no one's
      * source, so it is copied straight from its source (b): that source is either not written at
      * all or a needed destination, written only at the end (c). Beam search's destinations are
-     * mostly rows whose hypotheses died, so most rows move with one copy instead of two (config S
-     * beam search copies ~t x 128 KB per step and layer). The rows are independent copies,
-     * shared by the threads. */
+     * mostly rows whose hypotheses died, so most rows move with one copy instead of two. The rows
+     * are independent copies, shared by the threads. */
     int32_t *needed = s->gather_needed; /* (N): 1 when the old row is a source of another row */
     for (int32_t k = 0; k < n; k++) needed[to ? to[k] : k] = 0;
     for (int32_t k = 0; k < n; k++)

@@ -5,7 +5,9 @@
  * Per task (n, h), as the reference kernel (sdpa_ref.c) does per query row: scores
  * s_j = scale q.k_j into a per-thread buffer with their maximum m; p_j = exp(s_j - m) in place
  * and l = sum_j p_j; then o = (sum_j p_j v_j) / l, eight dimensions at a time over all keys. A
- * padded key gets p_j = 0 and is never read. The dot products keep 8 partial sums (lanes d mod 8,
+ * padded key gets p_j = 0 and is never read. Key j of row n is read at an offset computed once per
+ * row and thread: through key_rows (the session's table of rows), kv_rows, or in row n itself.
+ * The dot products keep 8 partial sums (lanes d mod 8,
  * added pairwise at the end): a fixed order the compiler can put in vector registers without
  * reassociating anything (-O2, no -ffast-math).
  *
@@ -125,17 +127,22 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
         return true;
     }
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel if (par)
 #endif
-    for (int64_t t = 0; t < tasks; t++) {
+    {
 #ifdef QKV_WITH_OPENMP
         unsigned char *mine = scratch + (size_t)omp_get_thread_num() * per_thread;
 #else
         unsigned char *mine = scratch;
 #endif
-        int64_t *off = (int64_t *)(mine + reals);
-        key_offsets(p, t / p->H, off); /* S per task against its S D multiply-adds */
-        attend_one(p, t / p->H, t % p->H, (qkv_real *)mine, off);
+        int64_t *off = (int64_t *)(mine + reals), row = -1; /* the row whose offsets off holds */
+#ifdef QKV_WITH_OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t t = 0; t < tasks; t++) {
+            if (t / p->H != row) key_offsets(p, row = t / p->H, off); /* once per row and thread */
+            attend_one(p, row, t % p->H, (qkv_real *)mine, off);
+        }
     }
     return true;
 }

@@ -39,8 +39,8 @@ typedef struct qkv_attend_cached_problem {
     int64_t o_sn;
 } qkv_attend_cached_problem;
 
-/* Runs the problem; scratch comes from ctx's arena (S reals and S offsets per thread). Returns false (with the
- * context's error set) when the scratch cannot be had. */
+/* Runs the problem; scratch comes from ctx's arena (S reals and S offsets per thread). Returns
+ * false (with the context's error set) when the scratch cannot be had. */
 bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p);
 
 #endif

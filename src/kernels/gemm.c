@@ -12,6 +12,8 @@
  */
 #include "../core/internal.h"
 
+#include <stdatomic.h>
+
 #ifdef QKV_WITH_BLAS
 #include <cblas.h>
 #endif
@@ -279,15 +281,15 @@ static void gemm_one(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
  * of BLAS: a few rows against a matrix stored (n, k) (a linear layer's x W^T), where BLAS would
  * pack all of it for them. The choice depends on the shape alone, so a given product has the
  * same bits on every call. */
-static bool small_m_enabled = true;
+static _Atomic bool small_m_enabled = true; /* relaxed: a benchmark's switch, no ordering */
 
 void qkv__gemm_small_m_enable(bool on) {
-    small_m_enabled = on;
+    atomic_store_explicit(&small_m_enabled, on, memory_order_relaxed);
 }
 
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
 #if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
-    if (!small_m_enabled) return false;
+    if (!atomic_load_explicit(&small_m_enabled, memory_order_relaxed)) return false;
     const bool few = m <= QKV_SMALL_M_ROWS && n * k >= 4096,
                weight = m <= QKV_SMALL_M_WEIGHT_ROWS && k >= 256 && n * k >= ((int64_t)1 << 17);
     return !trans_a && trans_b && (few || weight) && qkv__gemm_small_m_available();

@@ -249,6 +249,8 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
 #ifdef QKV_WITH_OPENMP
     const int64_t threads = parallel ? omp_get_max_threads() : 1;
     chunks = (chunks + threads - 1) / threads * threads;
+#else
+    (void)parallel;
 #endif
     const int64_t blocks = (n + BLOCK - 1) / BLOCK,
                   chunk = (blocks + chunks - 1) / chunks * BLOCK; /* rows per chunk */

@@ -162,7 +162,7 @@ static qkv_tensor *gather_cache_rows(qkv_ctx *ctx, const qkv_tensor *cache, cons
                                      int64_t N) {
     const int64_t H = cache->shape[1], S = cache->shape[2], D = cache->shape[3];
     qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
-    if (!g) return NULL;
+    if (!g || ctx->measure_only) return g; /* the arena measure run: the allocation is the point */
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t j = 0; j < S; j++)
@@ -179,7 +179,7 @@ static qkv_tensor *gather_key_rows(qkv_ctx *ctx, const qkv_tensor *cache, const 
                                    int64_t N, int64_t S) {
     const int64_t H = cache->shape[1], L = cache->shape[2], D = cache->shape[3];
     qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
-    if (!g) return NULL;
+    if (!g || ctx->measure_only) return g; /* the arena measure run: the allocation is the point */
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t j = 0; j < S; j++)
@@ -239,14 +239,19 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
     if (self_rows && R < N)
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "mha_step: caches of %lld rows for %lld rows",
                         (long long)R, (long long)N);
-    for (int64_t n = 0; self_rows && n < N; n++)
+    for (int64_t n = 0; self_rows && n < N; n++) /* O(N (t0 + T)) against the O(N H S D) step */
         for (int64_t j = 0; j < t0 + T; j++) {
             const int32_t r = self_rows[n * L + j];
-            if (j < t0 ? r < 0 || r >= R : r != n)
-                return QKV_FAIL(ctx, QKV_ERR_SHAPE,
-                                "mha_step: row %lld reads position %lld from cache row %d; %s",
-                                (long long)n, (long long)j, r,
-                                j < t0 ? "not a row of the cache" : "a new position is its own row");
+            if (j < t0 && (r < 0 || r >= R))
+                return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                                "mha_step: row %lld reads position %lld from cache row %d, "
+                                "outside 0 .. %lld",
+                                (long long)n, (long long)j, r, (long long)(R - 1));
+            if (j >= t0 && r != n)
+                return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                                "mha_step: the new position %lld of row %lld must map to its own "
+                                "row (the table says %d)",
+                                (long long)j, (long long)n, r);
         }
     qkv_mask mk = mask ? *mask : qkv_mask_none();
     if (self_attn) {

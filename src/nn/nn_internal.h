@@ -28,8 +28,11 @@ qkv_tensor *qkv__mha_scores(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
 /* The rest of attention after the projections: weights = normalize(scores | mask) (or the fused
  * qkv_sdpa where the variant allows it), o = weights v (+ Shaw values), merge heads, output
  * projection -> (B, T, C). weights_out as in qkv_mha_forward. */
-/* qkv_mha_step with cross-attention caches of R rows shared by the N rows: row n attends over
- * cache row kv_rows[n] (kv_rows NULL: R = N, row n over row n). Self-attention takes NULL. */
+/* qkv_mha_step with caches of R rows read through a map. Cross-attention: row n attends over
+ * cache row kv_rows[n] (kv_rows NULL: R = N, row n over row n); self-attention takes NULL there.
+ * Self-attention: self_rows NULL, or (N, L): row n reads key position j < t0 from cache row
+ * self_rows[n L + j] (R >= N) and writes its new positions into row n, which the table must name
+ * (qkv_layer_cache.self_rows). */
 qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qkv_tensor *cache_k,
                                qkv_tensor *cache_v, const int32_t *kv_rows,
                                const int32_t *self_rows, int64_t t0, bool self_attn,

@@ -5,7 +5,8 @@
  * o = 0 for a row with no allowed key. The operands sit where decoding keeps them (q inside a
  * (N, 1, 3 C) projection, k and v in (N, H, L, D) buffers of which only S < L positions count)
  * and every element the kernel must not read (positions >= S, padded keys) is NaN, so reading one
- * shows. The result is bit-identical for 1 and 2 threads.
+ * shows. The result is bit-identical for 1 and 2 threads, and reading keys through a table of
+ * rows (key_rows) gives the bits of reading per-row copies of them.
  */
 #include "decode_testutil.h"
 
@@ -144,4 +145,63 @@ TEST(attend_cached_same_bits_on_one_and_two_threads) {
     qkv_ctx_free(ctx);
     free(one);
     free_case(&c);
+}
+
+/* key_rows: each row reads key position j from the row its table names (the session's table
+ * after beam search reorders hypotheses). The result equals the kernel's over per-row copies of
+ * those keys, bit for bit, on 1 and on 2 threads (above the parallel grain: each thread computes
+ * the offsets of its rows), with padded keys and the positions >= S NaN (never read). */
+TEST(attend_cached_key_rows_equal_per_row_copies) {
+    enum { N = 16, H = 8, D = 64, L = 40, S = 33 };
+    const int64_t row = H * L * D, C = H * D;
+    qkv_real *q = malloc(sizeof(qkv_real) * N * C), *k = malloc(sizeof(qkv_real) * N * row),
+             *v = malloc(sizeof(qkv_real) * N * row), *kc = malloc(sizeof(qkv_real) * N * row),
+             *vc = malloc(sizeof(qkv_real) * N * row), *o1 = malloc(sizeof(qkv_real) * N * C),
+             *o2 = malloc(sizeof(qkv_real) * N * C);
+    int32_t *table = malloc(sizeof(int32_t) * N * L), *pad = calloc(N * S, sizeof(int32_t));
+    CHECK(q && k && v && kc && vc && o1 && o2 && table && pad);
+    if (!(q && k && v && kc && vc && o1 && o2 && table && pad)) goto done;
+    tu_fill_uniform(q, N * C, -2, 2, 61);
+    tu_fill_uniform(k, N * row, -2, 2, 62);
+    tu_fill_uniform(v, N * row, -1, 1, 63);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t j = 0; j < L; j++) {
+            table[n * L + j] = (int32_t)((n * 7 + j * 3 + (j * j) % 5) % N);
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t d = 0; d < D; d++) {
+                    const int64_t at = n * row + (h * L + j) * D + d;
+                    if (j >= S) k[at] = v[at] = (qkv_real)NAN;
+                }
+        }
+    for (int64_t n = 0; n < N; n++) { /* the copies the table stands for */
+        pad[n * S + 4] = n % 2;        /* and a padded key in every other row */
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t j = 0; j < L; j++)
+                for (int64_t d = 0; d < D; d++) {
+                    const int64_t at = (h * L + j) * D + d;
+                    kc[n * row + at] = k[table[n * L + j] * row + at];
+                    vc[n * row + at] = v[table[n * L + j] * row + at];
+                }
+    }
+    const int saved = qkv_get_num_threads();
+    qkv_ctx *ctx = tu_ctx();
+    for (int threads = 1; threads <= 2; threads++) {
+        qkv_set_num_threads(threads);
+        qkv_attend_cached_problem p = {.N = N, .H = H, .S = S, .D = D, .scale = 0.125, .q = q,
+                                       .q_sn = C, .q_sh = D, .k = k, .v = v, .kv_sn = row,
+                                       .kv_sh = L * D, .kv_sj = D, .key_rows = table,
+                                       .key_rows_ld = L, .key_padding = pad, .o = o1, .o_sn = C};
+        CHECK(qkv__attend_cached(ctx, &p));
+        p.k = kc, p.v = vc, p.key_rows = NULL, p.o = o2;
+        CHECK(qkv__attend_cached(ctx, &p));
+        CHECK_MSG(memcmp(o1, o2, sizeof(qkv_real) * N * C) == 0,
+                  "%d thread(s): reading through key_rows differs from reading per-row copies", threads);
+        size_t nan = 0;
+        for (int64_t i = 0; i < N * C; i++) nan += o1[i] != o1[i];
+        CHECK_MSG(nan == 0, "%d thread(s): %zu outputs are NaN (a key past S was read)", threads, nan);
+    }
+    qkv_set_num_threads(saved);
+    qkv_ctx_free(ctx);
+done:
+    free(q), free(k), free(v), free(kc), free(vc), free(o1), free(o2), free(table), free(pad);
 }

@@ -198,7 +198,9 @@ static qkv_model *one_layer_model(qkv_arch arch, int32_t d_model, int32_t max_le
 /* qkv_session_gather over 64 rows x 520 positions: after a reordering gather with fixed points
  * and repeats, every row's filled self-attention keys and values, read where the session's table
  * says they are (keys stay in the row that computed them), and its token history are the old
- * row's, byte for byte, with 1 and with 2 threads; and no key or value has moved. */
+ * row's, byte for byte, with 1 and with 2 threads; and no key or value has moved. (The table and
+ * the histories, 2 KiB a row, move on one thread at this size; the threaded copies run in the
+ * source-side test below.) */
 TEST(kv_cache_large_gather_moves_rows_byte_for_byte) {
     enum { N = 64, LEN = 520 };
     qkv_model *m = one_layer_model(QKV_ARCH_DECODER, 8, 600, 90);
@@ -312,7 +314,8 @@ TEST(kv_cache_large_gather_moves_source_rows_byte_for_byte) {
 
 /* Memory: the session's arena reaches its high-water mark when the session is created (the
  * measure run, which allocates without computing the products or the cached attention);
- * decoding steps neither grow it nor call malloc, whatever the attention variant. */
+ * decoding steps neither grow it nor call malloc, whatever the attention variant, before and
+ * after a reordering gather (after it the keys are read through the session's table of rows). */
 TEST(kv_cache_step_arena_does_not_grow) {
     for (int k = 0; k < 2 * dt_n_variants; k++) {
         const int vi = k / 2, arch = k % 2;
@@ -332,6 +335,11 @@ TEST(kv_cache_step_arena_does_not_grow) {
             for (int32_t b = 0; b < B; b++)
                 tok[b] = tgt_ids[b * T + t];
             CHECK_OK(qkv_session_step(s, tok, 1, &logits));
+            if (t == 1) { /* the rows in reverse order */
+                int32_t reversed[B];
+                for (int32_t b = 0; b < B; b++) reversed[b] = B - 1 - b;
+                CHECK_OK(qkv_session_gather(s, reversed, B));
+            }
         }
         (void)mallocs;
 #ifndef QKV_ARENA_PER_ALLOC /* the sanitizer build mallocs every allocation */

@@ -8,7 +8,8 @@
  * the same order reach the same kernel), with a padded key, for a single new token (the fast
  * in-place kernel reads through the table; the reference kernels gather first) and for two (the
  * general path gathers); the new keys land in the rows' own cache rows. A table entry outside the
- * cache, a new position not mapped to its own row, and a table on cross-attention are refused.
+ * cache, a new position not mapped to its own row, caches of fewer rows than the step has, and a
+ * table on cross-attention are refused.
  */
 #include "decode_testutil.h"
 
@@ -69,11 +70,15 @@ static void step_through_table_equals_copies(int T) {
     memcpy(bad, table, sizeof bad);
     bad[1 * L + 2] = R; /* not a row of the cache */
     TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, NULL, bad, T0, true, NULL, NULL),
-                   QKV_ERR_SHAPE, "mha_step", "not a row of the cache");
+                   QKV_ERR_INVALID_ARG, "mha_step", "outside 0 .. 3");
     memcpy(bad, table, sizeof bad);
-    bad[2 * L + T0] = 0; /* a new position read from another row */
+    bad[2 * L + T0 + T - 1] = 0; /* the last new position read from another row */
     TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, NULL, bad, T0, true, NULL, NULL),
-                   QKV_ERR_SHAPE, "mha_step", "its own row");
+                   QKV_ERR_INVALID_ARG, "mha_step", "its own row");
+    qkv_tensor *few = tu_rand(4, (int64_t[]){N - 1, H, L, D}, -1, 1, 11); /* R < N rows */
+    TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, few, few, NULL, table, T0, true, NULL, NULL),
+                   QKV_ERR_SHAPE, "mha_step", "caches of 2 rows for 3 rows");
+    tu_free(few);
     TU_EXPECT_FAIL(ctx, qkv__mha_step_rows(ctx, &m, x, ck, cv, NULL, table, 0, false, NULL, NULL),
                    QKV_ERR_INVALID_ARG, "mha_step", "self-attention only");
     qkv_ctx_free(ctx);

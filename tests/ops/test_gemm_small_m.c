@@ -103,7 +103,10 @@ TEST(gemm_small_m_exact_on_every_edge_path) {
         /* over the threads with fewer blocks of B's rows than chunks (a chunk with no rows) and
          * with chunks of unequal length; exact: |sums| <= 9 k < 2^24 */
         const int64_t par[][3] = {{16, 1, 20000}, {16, 7, 4099}, {16, 301, 515}, {3, 1000, 517}};
+        const int saved = qkv_get_num_threads();
+        qkv_set_num_threads(4); /* 4 chunks at least, so n = 1 and 7 leave some without rows */
         for (size_t i = 0; i < sizeof par / sizeof *par; i++) exact_case(par[i][0], par[i][1], par[i][2], 1, 0, 1);
+        qkv_set_num_threads(saved);
     }
     qkv__gemm_small_m_lanes(0);
 #endif
@@ -221,6 +224,11 @@ TEST(gemm_routes_few_rows_to_the_small_m_kernel) {
     const int64_t wn = 512, wk = 256;
     float *wa = malloc(sizeof(float) * 96 * wk), *wb = malloc(sizeof(float) * wn * wk);
     float *wc1 = malloc(sizeof(float) * 96 * wn), *wc2 = malloc(sizeof(float) * 96 * wn);
+    CHECK(wa && wb && wc1 && wc2);
+    if (!(wa && wb && wc1 && wc2)) {
+        free(wa), free(wb), free(wc1), free(wc2), free(a), free(b), free(c1), free(c2);
+        return;
+    }
     tu_fill_uniform(wa, 96 * wk, -1, 1, 53);
     tu_fill_uniform(wb, wn * wk, -1, 1, 54);
     qkv_gemm(false, true, 96, wn, wk, 1, wa, wk, wb, wk, 0, wc1, wn);

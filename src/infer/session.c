@@ -13,8 +13,8 @@
  * The current rows are a prefix n <= N of each buffer, laid out contiguously for (n, ...), so a
  * header (qkv_tensor) over a buffer is an ordinary contiguous tensor; once a gather has reordered
  * the rows, the self caches' headers span all N rows, since rows past n may hold keys that the
- * table self_rows names. Step tensors live in the
- * session's context arena, which every step resets.
+ * table self_rows names. Step tensors live in the session's context arena, which every step
+ * resets.
  *
  * Reordering (qkv_session_gather) is CTranslate2's gather over the flat batch x beam axis: rows
  * move in place when the kept rows are increasing (finished rows leaving), otherwise through the

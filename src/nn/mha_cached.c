@@ -157,34 +157,19 @@ qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memo
     return QKV_OK;
 }
 
-/* The rows kv_rows (N) of a cache (R, H, S, D), gathered into a new contiguous (N, H, S, D). */
-static qkv_tensor *gather_cache_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int32_t *kv_rows,
-                                     int64_t N) {
-    const int64_t H = cache->shape[1], S = cache->shape[2], D = cache->shape[3];
+/* The first S positions of a cache (R, H, L, D) as row n sees them, gathered into a new
+ * contiguous (N, H, S, D): position j from cache row rows[n row_sn + j row_sj] (kv_rows: one row
+ * per row, row_sn 1, row_sj 0; a table self_rows (N, L): row_sn L, row_sj 1). */
+static qkv_tensor *gather_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int32_t *rows,
+                               int64_t row_sn, int64_t row_sj, int64_t N, int64_t S) {
+    const int64_t H = cache->shape[1], D = cache->shape[3];
     qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
     if (!g || ctx->measure_only) return g; /* the arena measure run: the allocation is the point */
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t j = 0; j < S; j++)
                 memcpy(qkv__data(g) + ((n * H + h) * S + j) * D,
-                       qkv__data(cache) + kv_rows[n] * cache->stride[0] + h * cache->stride[1] +
-                           j * cache->stride[2],
-                       sizeof(qkv_real) * (size_t)D);
-    return g;
-}
-
-/* The first S positions of a cache (R, H, L, D) as row n sees them through the table self_rows
- * (N, L) (position j from row self_rows[n L + j]), gathered into a new contiguous (N, H, S, D). */
-static qkv_tensor *gather_key_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int32_t *self_rows,
-                                   int64_t N, int64_t S) {
-    const int64_t H = cache->shape[1], L = cache->shape[2], D = cache->shape[3];
-    qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
-    if (!g || ctx->measure_only) return g; /* the arena measure run: the allocation is the point */
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t j = 0; j < S; j++)
-                memcpy(qkv__data(g) + ((n * H + h) * S + j) * D,
-                       qkv__data(cache) + self_rows[n * L + j] * cache->stride[0] +
+                       qkv__data(cache) + rows[n * row_sn + j * row_sj] * cache->stride[0] +
                            h * cache->stride[1] + j * cache->stride[2],
                        sizeof(qkv_real) * (size_t)D);
     return g;
@@ -289,13 +274,11 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
         attend_in_place(ctx, m, q, cache_k, cache_v, kv_rows, self_rows, S, &mk, weights_out);
     if (o || ctx->status)
         return o ? qkv_linear(ctx, o, m->out_proj_weight, m->out_proj_bias) : NULL;
-    if (kv_rows) { /* the general path wants one cache row per row */
-        cache_k = gather_cache_rows(ctx, cache_k, kv_rows, N);
-        cache_v = gather_cache_rows(ctx, cache_v, kv_rows, N);
-        if (!cache_k || !cache_v) return NULL;
-    } else if (self_rows) { /* and each row's keys in its own row: (N, H, S, D) */
-        cache_k = gather_key_rows(ctx, cache_k, self_rows, N, S);
-        cache_v = gather_key_rows(ctx, cache_v, self_rows, N, S);
+    if (kv_rows || self_rows) { /* the general path wants each row's keys in its own row */
+        const int32_t *rows = kv_rows ? kv_rows : self_rows;
+        const int64_t row_sn = kv_rows ? 1 : L, row_sj = kv_rows ? 0 : 1;
+        cache_k = gather_rows(ctx, cache_k, rows, row_sn, row_sj, N, S); /* (N, H, S, D) */
+        cache_v = gather_rows(ctx, cache_v, rows, row_sn, row_sj, N, S);
         if (!cache_k || !cache_v) return NULL;
     }
     qkv_tensor *k = qkv_narrow(ctx, cache_k, 2, 0, S); /* (N, H, S, D) */

@@ -11,6 +11,15 @@
  * added pairwise at the end): a fixed order the compiler can put in vector registers without
  * reassociating anything (-O2, no -ffast-math).
  *
+ * On x86-64 CPUs with AVX2 and D a multiple of 8 the same sums run in 256-bit registers, with the
+ * same bits: lane i of one register is the partial sum acc[i] above (products rounded, then
+ * added, never fused), four keys' dot products at a time and up to 64 dimensions of o per pass
+ * over the keys. The portable loops carry one chain of dependent additions per 8 values, so they
+ * wait on the adder's latency; four keys, or eight blocks of 8 dimensions, give as many
+ * independent chains. Keys are prefetched PREFETCH_KEYS ahead while scoring, and each key's
+ * value vector as its score is computed, so the weighted sum finds them in cache: a step reads
+ * the keys of rows written many products ago (BENCHMARKS.md, "Session 11").
+ *
  * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
  */
@@ -18,6 +27,7 @@
 #include "rowreduce.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
@@ -52,6 +62,78 @@ static inline void weighted_block(const qkv_real *restrict p, const qkv_real *re
         o[i] = acc[i] * inv;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
+#include <immintrin.h>
+#define ATTEND_AVX2 1
+
+static _Atomic bool vector_enabled = true; /* relaxed: a test's switch, no ordering */
+
+void qkv__attend_cached_vector(bool on) { atomic_store_explicit(&vector_enabled, on, memory_order_relaxed); }
+
+/* ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)): dot's final sum, on the lanes of v. */
+__attribute__((target("avx2"), always_inline)) static inline float sum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); /* a_i + a_i+4 */
+    s = _mm_hadd_ps(s, s); /* (s0 + s1, s2 + s3, ..) */
+    s = _mm_hadd_ps(s, s);
+    return _mm_cvtss_f32(s);
+}
+
+/* out[i] = dot(q, k[i], D) for four keys at once, D a multiple of 8. */
+__attribute__((target("avx2"))) static void dot4_avx2(const float *q, const float *const k[4], int64_t D,
+                                                       float out[4]) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t d = 0; d < D; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + d);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(qv, _mm256_loadu_ps(k[i] + d)));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) out[i] = sum8(acc[i]);
+}
+
+/* dot(q, k, D) for one key, D a multiple of 8. */
+__attribute__((target("avx2"))) static float dot1_avx2(const float *q, const float *k, int64_t D) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D; d += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d)));
+    return sum8(acc);
+}
+
+/* weighted_block for nb blocks of 8 dimensions at once (nb <= 8, a constant at each call site). */
+__attribute__((target("avx2"), always_inline)) static inline void weighted_blocks_avx2(
+    int nb, const float *restrict p, const float *restrict v, int64_t S, const int64_t *restrict off, float inv,
+    float *restrict o) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < S; j++) {
+        if (p[j] == 0) continue; /* as weighted_block */
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        const float *vj = v + off[j];
+#pragma GCC unroll 8
+        for (int b = 0; b < nb; b++) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(pj, _mm256_loadu_ps(vj + 8 * b)));
+    }
+    const __m256 iv = _mm256_set1_ps(inv);
+#pragma GCC unroll 8
+    for (int b = 0; b < nb; b++) _mm256_storeu_ps(o + 8 * b, _mm256_mul_ps(acc[b], iv));
+}
+
+__attribute__((target("avx2"))) static void weighted_avx2(const float *restrict p, const float *restrict v, int64_t S,
+                                                          const int64_t *restrict off, float inv, float *restrict o,
+                                                          int64_t D) {
+    int64_t d = 0;
+    for (; d + 64 <= D; d += 64) weighted_blocks_avx2(8, p, v + d, S, off, inv, o + d);
+    for (; d < D; d += 8) weighted_blocks_avx2(1, p, v + d, S, off, inv, o + d);
+}
+#else
+void qkv__attend_cached_vector(bool on) { (void)on; }
+#endif
+
+#define PREFETCH_KEYS 4
+/* The cache lines of one key's (or value's) D elements, towards L1. */
+static inline void prefetch_vector(const qkv_real *x, int64_t D) {
+    for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(qkv_real)) __builtin_prefetch(x + d);
+}
+
 /* off[j] = where key j of row n starts, relative to head h's base: from key_rows, kv_rows or the
  * row itself. */
 static void key_offsets(const qkv_attend_cached_problem *p, int64_t n, int64_t *restrict off) {
@@ -68,7 +150,7 @@ static void key_offsets(const qkv_attend_cached_problem *p, int64_t n, int64_t *
 /* The task of row n, head h; s holds S reals (the scores, then the probabilities), off the S key
  * offsets of row n (key_offsets). */
 static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
-                       qkv_real *restrict s, const int64_t *restrict off) {
+                       qkv_real *restrict s, const int64_t *restrict off, bool vec) {
     const int64_t S = p->S, D = p->D;
     const qkv_real scale = (qkv_real)p->scale;
     const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
@@ -77,12 +159,36 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
     const int32_t *pad = p->key_padding ? p->key_padding + n * S : NULL;
     qkv_real *restrict o = p->o + n * p->o_sn + h * D;
     qkv_real mx = (qkv_real)-INFINITY;
-    for (int64_t j = 0; j < S; j++) {
+    int64_t j = 0;
+#ifdef ATTEND_AVX2
+    if (vec) /* four keys at a time while none of them is padded */
+        for (; j + 4 <= S && !(pad && (pad[j] | pad[j + 1] | pad[j + 2] | pad[j + 3])); j += 4) {
+            const float *keys[4];
+            for (int i = 0; i < 4; i++) {
+                if (j + i + PREFETCH_KEYS < S) prefetch_vector(k + off[j + i + PREFETCH_KEYS], D);
+                prefetch_vector(v + off[j + i], D);
+                keys[i] = k + off[j + i];
+            }
+            float dots[4];
+            dot4_avx2(q, keys, D, dots);
+            for (int i = 0; i < 4; i++) {
+                s[j + i] = scale * dots[i];
+                mx = s[j + i] > mx ? s[j + i] : mx;
+            }
+        }
+#endif
+    for (; j < S; j++) {
         if (pad && pad[j]) {
             s[j] = (qkv_real)-INFINITY;
             continue;
         }
+        if (j + PREFETCH_KEYS < S) prefetch_vector(k + off[j + PREFETCH_KEYS], D);
+        prefetch_vector(v + off[j], D);
+#ifdef ATTEND_AVX2
+        s[j] = scale * (vec ? dot1_avx2(q, k + off[j], D) : dot(q, k + off[j], D));
+#else
         s[j] = scale * dot(q, k + off[j], D);
+#endif
         mx = s[j] > mx ? s[j] : mx;
     }
     if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
@@ -91,17 +197,23 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
         return;
     }
     qkv_real l = 0;
-    for (int64_t j = 0; j < S; j++) {
+    for (j = 0; j < S; j++) {
         s[j] = s[j] == (qkv_real)-INFINITY ? 0 : qkv__exp_r(s[j] - mx);
         l += s[j];
     }
     const qkv_real inv = 1 / l;
+#ifdef ATTEND_AVX2
+    if (vec) {
+        weighted_avx2(s, v, S, off, inv, o, D);
+        return;
+    }
+#endif
     int64_t d = 0;
     for (; d + 8 <= D; d += 8)
         weighted_block(s, v + d, S, off, inv, o + d);
     for (; d < D; d++) { /* the same sums, one dimension at a time */
         qkv_real acc = 0;
-        for (int64_t j = 0; j < S; j++)
+        for (j = 0; j < S; j++)
             if (s[j] != 0) acc += s[j] * v[off[j] + d];
         o[d] = acc * inv;
     }
@@ -110,6 +222,12 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
 bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
     const int64_t tasks = p->N * p->H;
     if (tasks <= 0) return true;
+#ifdef ATTEND_AVX2
+    const bool vec = p->D % 8 == 0 && atomic_load_explicit(&vector_enabled, memory_order_relaxed) &&
+                     __builtin_cpu_supports("avx2");
+#else
+    const bool vec = false;
+#endif
 #ifdef QKV_WITH_OPENMP
     const bool par = tasks * p->S * p->D * 2 > GRAIN;
     const int threads = par ? omp_get_max_threads() : 1;
@@ -141,7 +259,7 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
 #endif
         for (int64_t t = 0; t < tasks; t++) {
             if (t / p->H != row) key_offsets(p, row = t / p->H, off); /* once per row and thread */
-            attend_one(p, row, t % p->H, (qkv_real *)mine, off);
+            attend_one(p, row, t % p->H, (qkv_real *)mine, off, vec);
         }
     }
     return true;

@@ -43,4 +43,8 @@ typedef struct qkv_attend_cached_problem {
  * false (with the context's error set) when the scratch cannot be had. */
 bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p);
 
+/* Tests: false makes qkv__attend_cached use its portable loops where it would use AVX2 (the
+ * same bits); true, the default, lets it choose. */
+void qkv__attend_cached_vector(bool on);
+
 #endif

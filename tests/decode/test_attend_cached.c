@@ -205,3 +205,39 @@ TEST(attend_cached_key_rows_equal_per_row_copies) {
 done:
     free(q), free(k), free(v), free(kc), free(vc), free(o1), free(o2), free(table), free(pad);
 }
+
+/* The AVX2 path (D a multiple of 8, on CPUs that have it) keeps the portable loops' bits: lane i
+ * of a register is their partial sum acc[i], products rounded before they are added. Head sizes
+ * with whole 64-dimension passes, leftover 8-dimension blocks and both (8, 24, 64, 72); key
+ * counts around the groups of four (1, 3, 4, 5, 9, 33); rows with a padded key inside a group and
+ * rows with every key padded. Both paths also match the closed form. On a CPU without AVX2 the two
+ * runs take the same loops and the check holds trivially. */
+TEST(attend_cached_vector_path_keeps_the_portable_bits) {
+    static const int64_t Ds[] = {8, 24, 64, 72}, Ss[] = {1, 3, 4, 5, 9, 33};
+    qkv_ctx *ctx = tu_ctx();
+    for (size_t a = 0; a < sizeof Ds / sizeof *Ds; a++)
+        for (size_t b = 0; b < sizeof Ss / sizeof *Ss; b++) {
+            const int64_t N = 6, H = 2, D = Ds[a], S = Ss[b], L = S + 3, C = H * D;
+            case_data c = make_case(N, H, D, L, S, true, 100 + 10 * a + b);
+            qkv_real *portable = malloc(sizeof(qkv_real) * (size_t)(N * C));
+            qkv__attend_cached_vector(false);
+            CHECK(qkv__attend_cached(ctx, &c.p));
+            memcpy(portable, c.o, sizeof(qkv_real) * (size_t)(N * C));
+            qkv__attend_cached_vector(true);
+            memset(c.o, 0xff, sizeof(qkv_real) * (size_t)(N * C)); /* NaN until written */
+            CHECK(qkv__attend_cached(ctx, &c.p));
+            CHECK_MSG(memcmp(portable, c.o, sizeof(qkv_real) * (size_t)(N * C)) == 0,
+                      "D = %lld, S = %lld: the vector path's bits differ from the portable loops'",
+                      (long long)D, (long long)S);
+            double want[72];
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t h = 0; h < H; h++) {
+                    expected(&c.p, n, h, want);
+                    for (int64_t d = 0; d < D; d++)
+                        CHECK_NEAR(c.o[n * C + h * D + d], want[d], sizeof(qkv_real) == sizeof(float) ? 3e-6 : 1e-13);
+                }
+            free(portable);
+            free_case(&c);
+        }
+    qkv_ctx_free(ctx);
+}

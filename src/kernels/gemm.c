@@ -314,9 +314,40 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * twice the packing (OpenBLAS's packing: 13 % -> 11 % of a config-B step). The tile sizes are part
  * of the result's bits: OpenBLAS rounds differently when the same element is computed in another
  * tile (BENCHMARKS.md, "GEMM tiles, revisited").
+ *
+ * Mid-sized products (below 2^27 multiply-adds, both sides at least 128) take 4 tiles instead:
+ * R x C = 1 x 4, 2 x 2 or 4 x 1, whichever packs the fewest elements (R n + C m, per unit of k),
+ * sides rounded up to 16. The halving above gave beam search's 320-row decoder products on
+ * config S (320 x 256 x 256) 5 x 2 tiles of 64 x 128, packing the weight 5 times for 64 rows of
+ * use each: OpenBLAS's packing took 15 % of an S beam-5 decode, and 2 x 2 tiles made the decode
+ * ~7 % faster (BENCHMARKS.md, "Session 11"). Such a product is ~0.1-0.5 ms of work, where 4 tiles
+ * still keep 4 threads busy.
  */
 enum { TILE_ROWS = 512, TILE_COLS = 1024, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
 #define GEMM_SERIAL_WORK ((int64_t)1 << 18) /* OpenBLAS runs smaller products on one thread */
+#define GEMM_MID_WORK ((int64_t)1 << 27)    /* products below take 4 tiles of least packing */
+
+/* The tile sizes (*tr rows, *tc columns of C) of an m x n x k product, from its shape alone. */
+static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc) {
+    *tr = TILE_ROWS, *tc = TILE_COLS;
+    if (m * n * k < GEMM_MID_WORK && m >= 128 && n >= 128) {
+        int64_t least = INT64_MAX;
+        for (int64_t r = 1; r <= 4; r *= 2) {
+            const int64_t cols = 4 / r, packed = r * n + cols * m;
+            if (packed < least) {
+                least = packed;
+                *tr = ((m + r - 1) / r + 15) & ~(int64_t)15;
+                *tc = ((n + cols - 1) / cols + 15) & ~(int64_t)15;
+            }
+        }
+        return;
+    }
+    /* halve until there are enough tiles to share */
+    while (((m + *tr - 1) / *tr) * ((n + *tc - 1) / *tc) < TILE_TARGET && (*tr > TILE_MIN_ROWS || *tc > TILE_MIN_COLS)) {
+        if (*tr > TILE_MIN_ROWS && (*tr >= *tc / 2 || *tc <= TILE_MIN_COLS)) *tr /= 2;
+        else *tc /= 2;
+    }
+}
 
 void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
               const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,
@@ -332,12 +363,8 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     ldb = ldb < 1 ? 1 : ldb;
 #ifdef QKV_WITH_OPENMP
     if (m * n * k > GEMM_SERIAL_WORK && !qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) {
-        /* Tile sizes from the shape alone: halve until there are enough tiles to share. */
-        int64_t tr = TILE_ROWS, tc = TILE_COLS;
-        while (((m + tr - 1) / tr) * ((n + tc - 1) / tc) < TILE_TARGET && (tr > TILE_MIN_ROWS || tc > TILE_MIN_COLS)) {
-            if (tr > TILE_MIN_ROWS && (tr >= tc / 2 || tc <= TILE_MIN_COLS)) tr /= 2;
-            else tc /= 2;
-        }
+        int64_t tr, tc;
+        tile_sizes(m, n, k, &tr, &tc);
         const int64_t row_tiles = (m + tr - 1) / tr, col_tiles = (n + tc - 1) / tc;
         /* Tiles handed out one at a time: the last row of tiles can be much shorter than the
          * others (m = 80: 64 and 16 rows), and a static split gave one thread all the tall ones

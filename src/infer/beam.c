@@ -166,6 +166,6 @@ qkv_status dec_beam(const dec_job *j) {
     free(cand);
     dec_logp_window_free(&win);
     free(first);
-    qkv_session_free(s);
+    dec_end(j, s, st);
     return st;
 }

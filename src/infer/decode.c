@@ -136,6 +136,32 @@ static qkv_status check_sequences(const char *fn, const char *what, const int32_
 /* ---- the shared start -------------------------------------------------------------------------
  */
 
+/* The model's spare session (qkv_decode.h, "Memory"), taken whole: NULL when there is none or
+ * another call holds it. */
+static qkv_session *take_spare(const qkv_model *m) {
+    return __atomic_exchange_n(&((qkv_model *)m)->decode_spare, NULL, __ATOMIC_ACQ_REL);
+}
+
+void qkv_model_release_decode_memory(qkv_model *m) {
+    if (m) qkv_session_free(take_spare(m));
+}
+
+/* Whether s can serve a call that needs p: the same model, kernels, cache mode and arena, and at
+ * least its rows and lengths. */
+static bool session_fits(const qkv_session *s, const qkv_model *m, const qkv_session_params *p) {
+    return s->m == m && s->p.kernels == p->kernels && s->p.use_cache == p->use_cache &&
+           s->p.arena_bytes == p->arena_bytes && s->p.max_rows >= p->max_rows &&
+           s->p.max_len >= p->max_len && s->p.max_src_len >= p->max_src_len;
+}
+
+void dec_end(const dec_job *j, qkv_session *s, qkv_status st) {
+    if (st || !s) { /* a failed call may leave it half-way: not worth keeping */
+        qkv_session_free(s);
+        return;
+    }
+    qkv_session_free(__atomic_exchange_n(&((qkv_model *)j->m)->decode_spare, s, __ATOMIC_ACQ_REL));
+}
+
 qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **sp,
                      qkv_real **first) {
     *sp = NULL;
@@ -148,8 +174,20 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     sp_.max_src_len = ed ? j->src_max : 0;
     sp_.use_cache = j->p.use_cache;
     sp_.kernels = j->p.kernels;
-    qkv_session *s = NULL;
-    qkv_status st = qkv_session_new(m, &sp_, &s);
+    qkv_session *s = take_spare(m);
+    if (s && !session_fits(s, m, &sp_)) {
+        /* replaced by one that fits both calls, where only the sizes differ: calls that
+         * alternate a longer source and more rows then settle on one session */
+        if (s->m == m && s->p.kernels == sp_.kernels && s->p.use_cache == sp_.use_cache &&
+            s->p.arena_bytes == sp_.arena_bytes) {
+            sp_.max_rows = s->p.max_rows > sp_.max_rows ? s->p.max_rows : sp_.max_rows;
+            sp_.max_len = s->p.max_len > sp_.max_len ? s->p.max_len : sp_.max_len;
+            sp_.max_src_len = s->p.max_src_len > sp_.max_src_len ? s->p.max_src_len : sp_.max_src_len;
+        }
+        qkv_session_free(s);
+        s = NULL;
+    }
+    qkv_status st = s ? QKV_OK : qkv_session_new(m, &sp_, &s);
     if (!st)
         st = ed ? qkv_session_encode(s, j->src_padded, j->batch, j->src_max)
                 : qkv_session_start(s, j->batch);
@@ -178,7 +216,7 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     free(rows);
     if (st) {
         free(out);
-        qkv_session_free(s);
+        dec_end(j, s, st);
         return st;
     }
     *sp = s;

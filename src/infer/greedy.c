@@ -89,7 +89,7 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
     free(best_logp);
     dec_logp_window_free(&win);
     free(first);
-    qkv_session_free(s);
+    dec_end(j, s, st);
     return st;
 }
 

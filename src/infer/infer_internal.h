@@ -83,12 +83,16 @@ static inline int32_t dec_forced(const dec_job *j, int32_t b, int32_t t) {
     return t < j->prompt_len[b] ? j->prompt[j->prompt_off[b] + t] : -1;
 }
 
-/* Open a session for up to max_width rows per input: encode (encoder-decoder) or start
- * (decoder-only) one row per input, feed the prompt positions all inputs share (prompt_min),
- * replicate each row width times (row b * width + i), and copy the logits of the last fed
- * position into *first ((B * width, V), malloc'd; free it). */
+/* Open a session for up to max_width rows per input (the model's spare when it fits, else a new
+ * one): encode (encoder-decoder) or start (decoder-only) one row per input, feed the prompt
+ * positions all inputs share (prompt_min), replicate each row width times (row b * width + i),
+ * and copy the logits of the last fed position into *first ((B * width, V), malloc'd; free it).
+ * End the search with dec_end. */
 qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **s,
                      qkv_real **first);
+/* The end of a search begun by dec_begin: s becomes the model's spare session after a
+ * successful call (st == QKV_OK), replacing and freeing any other; after a failure it is freed. */
+void dec_end(const dec_job *j, qkv_session *s, qkv_status st);
 
 /* log sum_v exp(logits[v]) in double (the max first), over all V ids (padding included). */
 double dec_logsumexp(const qkv_real *logits, int32_t V);

@@ -151,6 +151,7 @@ qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model *
 
 void qkv_model_free(qkv_model *m) {
     if (!m) return;
+    qkv_model_release_decode_memory(m);
     qkv_params_free(m->params);
     free(m->encoder_layers);
     free(m->decoder_layers);

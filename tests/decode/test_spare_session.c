@@ -1,0 +1,116 @@
+/*
+ * test_spare_session.c: the session a decode call keeps with the model for the next call
+ * (qkv_decode.h, "Memory"; src/infer/decode.c).
+ *
+ *   - a call reuses the spare when it fits, and its results are the bits of a fresh session's:
+ *     tokens, lengths, scores and normalised scores, for greedy, beam and sampling, on an
+ *     encoder-decoder and a decoder-only model, after a larger call whose caches hold other
+ *     keys (more rows, longer sources and prompts);
+ *   - a call the spare does not fit (more rows, or a longer input) replaces it with one as large
+ *     as both calls in each size;
+ *   - qkv_model_release_decode_memory frees it (and accepts NULL); a refused call keeps none.
+ */
+#include "decode_testutil.h"
+
+#include "infer/infer_internal.h"
+
+enum { NB = 3 };
+static const int32_t big_in[] = {3, 4, 5, 6, 7, 8, 9, 10, /* 8 */ 4, 4, 5, /* 3 */ 9, 8, 7, 6, 5}; /* 5 */
+static const int32_t big_lens[NB] = {8, 3, 5};
+static const int32_t small_in[] = {10, 9, /* 2 */ 3}; /* 1 */
+static const int32_t small_lens[2] = {2, 1};
+
+static qkv_status run(const qkv_model *m, const int32_t *in, const int32_t *lens, int32_t batch,
+                      const qkv_decode_params *p, qkv_hypotheses *h) {
+    return m->cfg.arch == QKV_ARCH_DECODER ? qkv_generate(m, in, lens, batch, p, h)
+                                           : qkv_decode(m, in, lens, batch, p, h);
+}
+
+/* Whether the two results are the same bits. */
+static bool same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y) {
+    if (x->batch != y->batch || x->n_best != y->n_best) return false;
+    for (int32_t b = 0; b < x->batch; b++) {
+        if (x->count[b] != y->count[b]) return false;
+        for (int32_t i = 0; i < x->count[b]; i++) {
+            const qkv_hypothesis *a = &x->hyp[b * x->n_best + i], *c = &y->hyp[b * y->n_best + i];
+            if (a->length != c->length || a->finished != c->finished ||
+                memcmp(a->tokens, c->tokens, sizeof(int32_t) * (size_t)a->length) != 0 ||
+                memcmp(&a->score, &c->score, sizeof a->score) != 0 ||
+                memcmp(&a->norm_score, &c->norm_score, sizeof a->norm_score) != 0)
+                return false;
+        }
+    }
+    return true;
+}
+
+TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
+    static const qkv_decode_strategy strategies[] = {QKV_DECODE_GREEDY, QKV_DECODE_BEAM, QKV_DECODE_SAMPLE};
+    for (int arch = 0; arch < 2; arch++) {
+        qkv_model *m = arch ? dt_lm(&dt_variants[0], 11, 2, 310) : dt_seq2seq(&dt_variants[0], 11, 2, 311);
+        CHECK(m != NULL);
+        for (int k = 0; m && k < 3; k++) {
+            /* a large call first: 3 inputs x beam 4, long sources / prompts */
+            qkv_decode_params big = dt_params(QKV_DECODE_BEAM);
+            big.beam_size = 4;
+            big.n_best = 2;
+            big.max_len = 7;
+            qkv_hypotheses h_big, reused, fresh;
+            CHECK_OK(run(m, big_in, big_lens, NB, &big, &h_big));
+            const qkv_session *spare = m->decode_spare;
+            CHECK_MSG(spare != NULL, "no session kept after a successful call");
+            /* then a smaller one, which fits in the spare */
+            qkv_decode_params p = dt_params(strategies[k]);
+            p.beam_size = 2;
+            p.n_best = 2;
+            p.max_len = 5;
+            p.seed = 77;
+            if (strategies[k] == QKV_DECODE_GREEDY) p.n_best = 1;
+            CHECK_OK(run(m, small_in, small_lens, 2, &p, &reused));
+            CHECK_MSG(m->decode_spare == spare, "%s %d: the spare that fits was not reused",
+                      arch ? "LM" : "seq2seq", (int)strategies[k]);
+            qkv_model_release_decode_memory(m);
+            CHECK(m->decode_spare == NULL);
+            CHECK_OK(run(m, small_in, small_lens, 2, &p, &fresh)); /* on a new session */
+            CHECK_MSG(same_bits(&reused, &fresh), "%s strategy %d: the reused session's results differ from a fresh one's",
+                      arch ? "LM" : "seq2seq", (int)strategies[k]);
+            /* the small session does not fit the large call: replaced by one that does */
+            qkv_hypotheses again;
+            CHECK_OK(run(m, big_in, big_lens, NB, &big, &again));
+            const qkv_session *s = m->decode_spare;
+            CHECK(s != NULL && s->p.max_rows >= NB * big.beam_size);
+            CHECK_MSG(same_bits(&h_big, &again), "%s: the large call's results changed", arch ? "LM" : "seq2seq");
+            qkv_hypotheses_free(&h_big);
+            qkv_hypotheses_free(&reused);
+            qkv_hypotheses_free(&fresh);
+            qkv_hypotheses_free(&again);
+        }
+        /* many rows over short inputs, then few rows over a long one: the replacement holds both */
+        if (m) {
+            qkv_model_release_decode_memory(m);
+            qkv_decode_params wide = dt_params(QKV_DECODE_BEAM), narrow = dt_params(QKV_DECODE_GREEDY);
+            wide.beam_size = 4;
+            wide.max_len = 3;
+            narrow.max_len = 6;
+            qkv_hypotheses h1, h2;
+            CHECK_OK(run(m, small_in, small_lens, 2, &wide, &h1));
+            CHECK_OK(run(m, big_in, big_lens, 1, &narrow, &h2));
+            const qkv_session *s = m->decode_spare;
+            CHECK(s != NULL && s->p.max_rows >= 2 * 4 && s->p.max_len >= 6 &&
+                  (arch || s->p.max_src_len >= big_lens[0]));
+            qkv_hypotheses_free(&h1);
+            qkv_hypotheses_free(&h2);
+        }
+        /* a refused call (a token outside the vocabulary) leaves no session behind */
+        if (m) {
+            qkv_model_release_decode_memory(m);
+            const int32_t bad[] = {3, 999};
+            const int32_t bad_len[] = {2};
+            qkv_decode_params p = dt_params(QKV_DECODE_GREEDY);
+            qkv_hypotheses h;
+            CHECK(run(m, bad, bad_len, 1, &p, &h) != QKV_OK);
+            CHECK(m->decode_spare == NULL);
+        }
+        qkv_model_free(m); /* frees the spare */
+    }
+    qkv_model_release_decode_memory(NULL);
+}

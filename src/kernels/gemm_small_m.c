@@ -21,8 +21,11 @@
  *
  * On Intel CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
  * accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
- * while the first 4 rows of A use this one): 1.35x the AVX2 kernel's speed on a config-B decoding
- * step's weights streamed from memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9").
+ * while A's rows use this one, a share of k per pass over A's rows so the requests spread over
+ * the whole block instead of crowding the first pass; a full block's 24 sums reduced together,
+ * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
+ * memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9"), and the spread prefetches
+ * with the joint reduction another 1.1x ("Session 11").
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
  * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
@@ -138,12 +141,46 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline float h
     return hsum8(_mm256_add_ps(lo, hi));
 }
 
-/* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next (NULL: none) are rows of B to
- * prefetch, one cache line per step of k. The empty asm statements keep each loaded vector in a
+/*
+ * hsum16 of all 24 accumulators of a full block at once: the same additions on the same operands
+ * (so the same bits), four levels each adding two vectors that a shuffle pairs up, 69 vector
+ * operations instead of 24 x 8. With sums r = i NB_WIDE + j (flat index of acc[i][j]):
+ *   level 1: lanes l + l+8         two sums per vector, 8 partials each     (12 vectors)
+ *   level 2: lanes l + l+4 of each  four sums, one per 128-bit lane, 4 each (6 vectors)
+ *   level 3: elements 0+2, 1+3      eight sums, 2 partials each             (3 vectors)
+ *   level 4: elements 0+1           sixteen sums                             (2 vectors)
+ * Sum r < 16 ends in element e = r / 4 of 128-bit lane g = r % 4 of the first vector (out[4 g +
+ * e]); sum r >= 16 in the second, the same way with r - 16. An addition's operands may come in
+ * the other order; a + b == b + a exactly.
+ */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void reduce24(
+    const __m512 acc[MB_WIDE][NB_WIDE], float out[32]) {
+    const __m512 *a = &acc[0][0];
+    __m512 v1[12], v2[6], v3[3];
+#pragma GCC unroll 12
+    for (int p = 0; p < 12; p++)
+        v1[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 6
+    for (int q = 0; q < 6; q++)
+        v2[q] = _mm512_add_ps(_mm512_shuffle_f32x4(v1[2 * q], v1[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(v1[2 * q], v1[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+#pragma GCC unroll 3
+    for (int w = 0; w < 3; w++)
+        v3[w] = _mm512_add_ps(_mm512_shuffle_ps(v2[2 * w], v2[2 * w + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(v2[2 * w], v2[2 * w + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(v3[0], v3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_ps(v3[0], v3[1], _MM_SHUFFLE(3, 1, 3, 1))));
+    _mm512_storeu_ps(out + 16, _mm512_add_ps(_mm512_shuffle_ps(v3[2], v3[2], _MM_SHUFFLE(2, 0, 2, 0)),
+                                             _mm512_shuffle_ps(v3[2], v3[2], _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+/* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next are rows of B to prefetch, one
+ * cache line per step of k in [pf_lo, pf_hi). The empty asm statements keep each loaded vector in a
  * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
 __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void block_wide(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
-    const float *const *next, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
+    const float *const *next, int64_t pf_lo, int64_t pf_hi, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
     __m512 acc[MB_WIDE][NB_WIDE];
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -156,7 +193,7 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
         for (int j = 0; j < NB_WIDE; j++) {
             bv[j] = _mm512_loadu_ps(b[j] + p);
             __asm__("" : "+v"(bv[j]));
-            if (next) _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0);
+            if (p >= pf_lo && p < pf_hi) _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0);
         }
 #pragma GCC unroll 4
         for (int i = 0; i < mb; i++) {
@@ -176,6 +213,19 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
 #pragma GCC unroll 6
             for (int j = 0; j < NB_WIDE; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
         }
+    }
+    if (mb == MB_WIDE) { /* the 24 sums reduced together, hsum16's additions in transposed form */
+        float sums[32];
+        reduce24(acc, sums);
+#pragma GCC unroll 4
+        for (int i = 0; i < MB_WIDE; i++)
+#pragma GCC unroll 6
+            for (int j = 0; j < nb; j++) {
+                const int r = i * NB_WIDE + j; /* where reduce24 left sum r */
+                const float s = alpha * sums[r < 16 ? (r % 4) * 4 + r / 4 : 16 + (r % 4) * 4 + (r - 16) / 4];
+                c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j];
+            }
+        return;
     }
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -199,13 +249,15 @@ __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m
             rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
             next[t] = j + NB_WIDE + t < j1 ? rows[t] + NB_WIDE * ldb : rows[t];
         }
-        int64_t i = 0;
-        for (; i + MB_WIDE <= m; i += MB_WIDE)
-            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, i == 0 ? next : NULL, beta, c + i * ldc + j,
+        /* pass q of the P passes over A's rows prefetches k in [q span, (q + 1) span) */
+        const int64_t passes = m / MB_WIDE + m % MB_WIDE, span = ((k + passes - 1) / passes + 15) & ~(int64_t)15;
+        int64_t i = 0, q = 0;
+        for (; i + MB_WIDE <= m; i += MB_WIDE, q++)
+            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, q * span, (q + 1) * span, beta,
+                       c + i * ldc + j, ldc, tail_mask);
+        for (; i < m; i++, q++)
+            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, q * span, (q + 1) * span, beta, c + i * ldc + j,
                        ldc, tail_mask);
-        for (; i < m; i++)
-            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, i == 0 ? next : NULL, beta, c + i * ldc + j, ldc,
-                       tail_mask);
     }
 }
 

@@ -308,41 +308,41 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * single-threaded kernel on the same operands whatever the thread count.
  *
  * Size. Each BLAS call packs its rows of A and its columns of B afresh, so a product cut into
- * R x C tiles packs B R times and A C times. Tiles start at 512 x 1024 and are halved until there
- * are TILE_TARGET of them: config B's feed-forward (2048 x 2048 x 512) and vocabulary (2048 x 8000
- * x 512) products take 4 x 2 and 4 x 8 tiles, where 256 x 512 tiles gave 8 x 4 and 8 x 16 and
- * twice the packing (OpenBLAS's packing: 13 % -> 11 % of a config-B step). The tile sizes are part
- * of the result's bits: OpenBLAS rounds differently when the same element is computed in another
- * tile (BENCHMARKS.md, "GEMM tiles, revisited").
- *
- * Mid-sized products (below 2^27 multiply-adds, both sides at least 128) take 4 tiles instead:
- * R x C = 1 x 4, 2 x 2 or 4 x 1, whichever packs the fewest elements (R n + C m, per unit of k),
- * sides rounded up to 16. The halving above gave beam search's 320-row decoder products on
- * config S (320 x 256 x 256) 5 x 2 tiles of 64 x 128, packing the weight 5 times for 64 rows of
- * use each: OpenBLAS's packing took 15 % of an S beam-5 decode, and 2 x 2 tiles made the decode
- * ~7 % faster (BENCHMARKS.md, "Session 11"). Such a product is ~0.1-0.5 ms of work, where 4 tiles
- * still keep 4 threads busy.
+ * R x C tiles packs B R times and A C times: R n + C m elements per unit of k. A product takes
+ * TILE_TARGET = 8 tiles (4 below 2^27 multiply-adds), R x C = 1 x 8, 2 x 4, .. 8 x 1, whichever
+ * packs the fewest elements with tiles of at least TILE_MIN_ROWS x TILE_MIN_COLS (32 x 32 for
+ * the smaller products), sides rounded up to 16; shapes too thin for any of them are halved from
+ * 512 x 1024 as before. Against that halving (the tile count reached from 512 x 1024 tiles, which
+ * gave config B's vocabulary product (2048 x 8000 x 512) 4 x 8 tiles where 2 x 4 pack half as
+ * much, and beam search's 320 x 256 x 256 products on config S 5 x 2 tiles of 64 x 128, the
+ * weight packed 5 times for 64 rows of use each): training steps 2.6 % (S), 3.4 % (B) and 7 %
+ * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md, "Session 11"). 8 equal tiles keep 2, 4
+ * or 8 threads busy; 4 tiles of a product below 2^27 (~0.1-0.5 ms of work) keep 4. The tile
+ * sizes are part of the result's bits: OpenBLAS rounds differently when the same element is
+ * computed in another tile (BENCHMARKS.md, "GEMM tiles, revisited").
  */
 enum { TILE_ROWS = 512, TILE_COLS = 1024, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
 #define GEMM_SERIAL_WORK ((int64_t)1 << 18) /* OpenBLAS runs smaller products on one thread */
-#define GEMM_MID_WORK ((int64_t)1 << 27)    /* products below take 4 tiles of least packing */
+#define GEMM_MID_WORK ((int64_t)1 << 27)    /* products below take 4 tiles, not 8 */
 
 /* The tile sizes (*tr rows, *tc columns of C) of an m x n x k product, from its shape alone. */
 static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc) {
     *tr = TILE_ROWS, *tc = TILE_COLS;
-    if (m * n * k < GEMM_MID_WORK && m >= 128 && n >= 128) {
-        int64_t least = INT64_MAX;
-        for (int64_t r = 1; r <= 4; r *= 2) {
-            const int64_t cols = 4 / r, packed = r * n + cols * m;
-            if (packed < least) {
-                least = packed;
-                *tr = ((m + r - 1) / r + 15) & ~(int64_t)15;
-                *tc = ((n + cols - 1) / cols + 15) & ~(int64_t)15;
-            }
+    const bool mid = m * n * k < GEMM_MID_WORK;
+    const int64_t tiles = mid ? 4 : TILE_TARGET, min_rows = mid ? 32 : TILE_MIN_ROWS, min_cols = mid ? 32 : TILE_MIN_COLS;
+    int64_t least = INT64_MAX;
+    for (int64_t r = 1; r <= tiles; r *= 2) {
+        const int64_t cols = tiles / r, packed = r * n + cols * m;
+        const int64_t rows_each = ((m + r - 1) / r + 15) & ~(int64_t)15, cols_each = ((n + cols - 1) / cols + 15) & ~(int64_t)15;
+        if ((r > 1 && rows_each < min_rows) || (cols > 1 && cols_each < min_cols)) continue;
+        if (packed < least) {
+            least = packed;
+            *tr = rows_each;
+            *tc = cols_each;
         }
-        return;
     }
-    /* halve until there are enough tiles to share */
+    if (least < INT64_MAX) return;
+    /* too thin for every split: halve until there are enough tiles to share */
     while (((m + *tr - 1) / *tr) * ((n + *tc - 1) / *tc) < TILE_TARGET && (*tr > TILE_MIN_ROWS || *tc > TILE_MIN_COLS)) {
         if (*tr > TILE_MIN_ROWS && (*tr >= *tc / 2 || *tc <= TILE_MIN_COLS)) *tr /= 2;
         else *tc /= 2;

@@ -291,12 +291,14 @@ uint64_t qkv__next_stream(qkv_ctx *ctx);
 /* Sixteen consecutive Philox blocks at once (src/core/rng.c): out[4 l + k] = word k of block
  * first_block + l for counter (block low, block high, stream, step) and key seed, i.e. the
  * random words of elements 4 first_block .. 4 first_block + 63 in qkv_rng_uniform's numbering.
- * AVX2 where the CPU has it, else portable C (qkv__philox_blocks_c, exposed for its test);
- * bit-identical to qkv_philox4x32 either way. */
+ * AVX-512F or AVX2 where the CPU has it, else portable C (qkv__philox_blocks_c, exposed for its
+ * test); bit-identical to qkv_philox4x32 either way. qkv__philox_widest(256) keeps it to AVX2
+ * (tests; 512, the default, lets it choose). */
 #define QKV_PHILOX_LANES 16
 void qkv__philox_blocks(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
                         uint32_t out[4 * QKV_PHILOX_LANES]);
 void qkv__philox_blocks_c(uint64_t seed, uint64_t step, uint64_t stream, uint64_t first_block,
                           uint32_t out[4 * QKV_PHILOX_LANES]);
+void qkv__philox_widest(int bits);
 
 #endif

@@ -15,16 +15,16 @@ TEST(philox_known_answers) {
     CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u);
 }
 
-/* The vectorised 16-block generator (used by dropout; AVX2 and portable C) against the scalar
- * Philox, with a 64-bit seed and block ranges that cross 2^32 (the counter's high word) at every
- * lane position. */
-TEST(philox_blocks_equal_scalar_philox) {
+/* The vectorised 16-block generator (used by dropout; AVX-512, AVX2 and portable C) against the
+ * scalar Philox, with a 64-bit seed and block ranges that cross 2^32 (the counter's high word) at
+ * every lane position: the mismatches of qkv__philox_blocks as qkv__philox_widest set it. */
+static int philox_blocks_mismatches(void) {
     const uint64_t seed = 0x0123456789abcdefULL, step = 77, stream = 5;
     uint32_t lanes[4 * QKV_PHILOX_LANES], out[4];
     int mismatches = 0;
     for (uint64_t first = 0xFFFFFFE0ULL; first < 0x100000040ULL; first++) {
         uint32_t portable[4 * QKV_PHILOX_LANES];
-        qkv__philox_blocks(seed, step, stream, first, lanes); /* AVX2 where the CPU has it */
+        qkv__philox_blocks(seed, step, stream, first, lanes);
         qkv__philox_blocks_c(seed, step, stream, first, portable);
         mismatches += memcmp(lanes, portable, sizeof lanes) != 0;
         for (int l = 0; l < QKV_PHILOX_LANES; l++) {
@@ -37,7 +37,14 @@ TEST(philox_blocks_equal_scalar_philox) {
                           qkv_rng_uniform(seed, step, stream, 4 * b + 3);
         }
     }
-    CHECK(mismatches == 0);
+    return mismatches;
+}
+
+TEST(philox_blocks_equal_scalar_philox) {
+    CHECK_MSG(philox_blocks_mismatches() == 0, "the widest vectors the CPU has");
+    qkv__philox_widest(256);
+    CHECK_MSG(philox_blocks_mismatches() == 0, "AVX2 at most");
+    qkv__philox_widest(512);
 }
 
 TEST(rng_uniform_moments_and_independence) {

@@ -160,10 +160,10 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
     qkv_real *restrict o = p->o + n * p->o_sn + h * D;
     qkv_real mx = (qkv_real)-INFINITY;
     int64_t j = 0;
+    while (j < S) {
 #ifdef ATTEND_AVX2
-    if (vec) /* four keys at a time while none of them is padded */
-        for (; j + 4 <= S && !(pad && (pad[j] | pad[j + 1] | pad[j + 2] | pad[j + 3])); j += 4) {
-            const float *keys[4];
+        if (vec && j + 4 <= S && !(pad && (pad[j] | pad[j + 1] | pad[j + 2] | pad[j + 3]))) {
+            const float *keys[4]; /* four keys at a time where none of them is padded */
             for (int i = 0; i < 4; i++) {
                 if (j + i + PREFETCH_KEYS < S) prefetch_vector(k + off[j + i + PREFETCH_KEYS], D);
                 prefetch_vector(v + off[j + i], D);
@@ -171,15 +171,15 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
             }
             float dots[4];
             dot4_avx2(q, keys, D, dots);
-            for (int i = 0; i < 4; i++) {
-                s[j + i] = scale * dots[i];
-                mx = s[j + i] > mx ? s[j + i] : mx;
+            for (int i = 0; i < 4; i++, j++) {
+                s[j] = scale * dots[i];
+                mx = s[j] > mx ? s[j] : mx;
             }
+            continue;
         }
 #endif
-    for (; j < S; j++) {
         if (pad && pad[j]) {
-            s[j] = (qkv_real)-INFINITY;
+            s[j++] = (qkv_real)-INFINITY;
             continue;
         }
         if (j + PREFETCH_KEYS < S) prefetch_vector(k + off[j + PREFETCH_KEYS], D);
@@ -190,6 +190,7 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
         s[j] = scale * dot(q, k + off[j], D);
 #endif
         mx = s[j] > mx ? s[j] : mx;
+        j++;
     }
     if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
         for (int64_t d = 0; d < D; d++)

@@ -153,14 +153,14 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline float h
  * e]); sum r >= 16 in the second, the same way with r - 16. An addition's operands may come in
  * the other order; a + b == b + a exactly.
  */
-__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void reduce24(
-    const __m512 acc[MB_WIDE][NB_WIDE], float out[32]) {
-    const __m512 *a = &acc[0][0];
+#define ACC(r) acc[(r) / NB_WIDE][(r) % NB_WIDE] /* sum r's accumulator */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void reduce24(__m512 acc[MB_WIDE][NB_WIDE],
+                                                                                         float out[32]) {
     __m512 v1[12], v2[6], v3[3];
 #pragma GCC unroll 12
     for (int p = 0; p < 12; p++)
-        v1[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                              _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        v1[p] = _mm512_add_ps(_mm512_shuffle_f32x4(ACC(2 * p), ACC(2 * p + 1), _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(ACC(2 * p), ACC(2 * p + 1), _MM_SHUFFLE(3, 2, 3, 2)));
 #pragma GCC unroll 6
     for (int q = 0; q < 6; q++)
         v2[q] = _mm512_add_ps(_mm512_shuffle_f32x4(v1[2 * q], v1[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
@@ -174,6 +174,7 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void re
     _mm512_storeu_ps(out + 16, _mm512_add_ps(_mm512_shuffle_ps(v3[2], v3[2], _MM_SHUFFLE(2, 0, 2, 0)),
                                              _mm512_shuffle_ps(v3[2], v3[2], _MM_SHUFFLE(3, 1, 3, 1))));
 }
+#undef ACC
 
 /* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next are rows of B to prefetch, one
  * cache line per step of k in [pf_lo, pf_hi). The empty asm statements keep each loaded vector in a

@@ -311,30 +311,38 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * R x C tiles packs B R times and A C times: R n + C m elements per unit of k. A product takes
  * TILE_TARGET = 8 tiles (4 below 2^27 multiply-adds), R x C = 1 x 8, 2 x 4, .. 8 x 1, whichever
  * packs the fewest elements with tiles of at least TILE_MIN_ROWS x TILE_MIN_COLS (32 x 32 for
- * the smaller products), sides rounded up to 16; shapes too thin for any of them are halved from
- * 512 x 1024 as before. Against that halving (the tile count reached from 512 x 1024 tiles, which
+ * the smaller products), sides rounded up to 16 (counting the tiles the rounded sides make);
+ * shapes too thin for any of them are halved from 512 x 1024 as before. Products of 2^32
+ * multiply-adds and more (config B's vocabulary product, GPT-2's) take 16 tiles, from 2^34 32,
+ * so that a machine with more threads still has a tile for each of them where the work is
+ * large enough to share. Against that halving (the tile count reached from 512 x 1024 tiles, which
  * gave config B's vocabulary product (2048 x 8000 x 512) 4 x 8 tiles where 2 x 4 pack half as
  * much, and beam search's 320 x 256 x 256 products on config S 5 x 2 tiles of 64 x 128, the
  * weight packed 5 times for 64 rows of use each): training steps 2.6 % (S), 3.4 % (B) and 7 %
- * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md, "Session 11"). 8 equal tiles keep 2, 4
- * or 8 threads busy; 4 tiles of a product below 2^27 (~0.1-0.5 ms of work) keep 4. The tile
+ * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md, "Session 11"). 8 tiles keep 2, 4 or
+ * 8 threads busy; 4 tiles of a product below 2^27 (~0.1-0.5 ms of work) keep 4. The tile
  * sizes are part of the result's bits: OpenBLAS rounds differently when the same element is
  * computed in another tile (BENCHMARKS.md, "GEMM tiles, revisited").
  */
 enum { TILE_ROWS = 512, TILE_COLS = 1024, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 128, TILE_TARGET = 8 };
 #define GEMM_SERIAL_WORK ((int64_t)1 << 18) /* OpenBLAS runs smaller products on one thread */
 #define GEMM_MID_WORK ((int64_t)1 << 27)    /* products below take 4 tiles, not 8 */
+#define GEMM_LARGE_WORK ((int64_t)1 << 32)  /* from here 16 tiles, from 4x this 32 */
 
 /* The tile sizes (*tr rows, *tc columns of C) of an m x n x k product, from its shape alone. */
 static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc) {
     *tr = TILE_ROWS, *tc = TILE_COLS;
-    const bool mid = m * n * k < GEMM_MID_WORK;
-    const int64_t tiles = mid ? 4 : TILE_TARGET, min_rows = mid ? 32 : TILE_MIN_ROWS, min_cols = mid ? 32 : TILE_MIN_COLS;
+    const int64_t work = m * n * k;
+    const bool mid = work < GEMM_MID_WORK;
+    const int64_t tiles = mid ? 4 : work < GEMM_LARGE_WORK ? TILE_TARGET : work < 4 * GEMM_LARGE_WORK ? 2 * TILE_TARGET : 4 * TILE_TARGET;
+    const int64_t min_rows = mid ? 32 : TILE_MIN_ROWS, min_cols = mid ? 32 : TILE_MIN_COLS;
     int64_t least = INT64_MAX;
     for (int64_t r = 1; r <= tiles; r *= 2) {
-        const int64_t cols = tiles / r, packed = r * n + cols * m;
+        const int64_t cols = tiles / r;
         const int64_t rows_each = ((m + r - 1) / r + 15) & ~(int64_t)15, cols_each = ((n + cols - 1) / cols + 15) & ~(int64_t)15;
         if ((r > 1 && rows_each < min_rows) || (cols > 1 && cols_each < min_cols)) continue;
+        /* the tiles the rounded sides make (rounding up can leave fewer than r x cols) */
+        const int64_t packed = (m + rows_each - 1) / rows_each * n + (n + cols_each - 1) / cols_each * m;
         if (packed < least) {
             least = packed;
             *tr = rows_each;

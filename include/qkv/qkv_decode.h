@@ -6,7 +6,8 @@
  *
  * Two layers, as whisper.cpp / llama.cpp split model and state:
  *
- *   session  per-request state over a shared read-only qkv_model: a step arena, the
+ *   session  per-request state over a shared qkv_model (read-only but for the slot of its
+ *            spare session, see Memory below): a step arena, the
  *            self-attention KV cache of every decoder layer (N, H, L, D), the cross-attention
  *            keys / values of the encoded source, and the tokens fed so far. Everything is
  *            allocated once by qkv_session_new for (max_rows, max_len, max_src_len); a step
@@ -21,7 +22,8 @@
  * call's, the same kernels and cache mode): its caches and arena are already mapped, where a
  * fresh session page-faults in every byte it touches (config S greedy: ~25,000 faults, ~30 ms
  * of CPU time a call). Results are the bits a fresh session gives. A spare too small is replaced
- * by one as large as both calls need in each size. The spare is taken and given back atomically, so calls on one model from several
+ * by one as large as both calls need in each size (or, where that cannot be allocated, by one of
+ * the call's own sizes). The spare is taken and given back atomically, so calls on one model from several
  * threads stay safe (each then works on its own session). qkv_model_free frees it;
  * qkv_model_release_decode_memory frees it sooner.
  *

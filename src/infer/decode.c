@@ -175,19 +175,26 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     sp_.use_cache = j->p.use_cache;
     sp_.kernels = j->p.kernels;
     qkv_session *s = take_spare(m);
+    qkv_session_params both = sp_;
     if (s && !session_fits(s, m, &sp_)) {
         /* replaced by one that fits both calls, where only the sizes differ: calls that
          * alternate a longer source and more rows then settle on one session */
         if (s->m == m && s->p.kernels == sp_.kernels && s->p.use_cache == sp_.use_cache &&
             s->p.arena_bytes == sp_.arena_bytes) {
-            sp_.max_rows = s->p.max_rows > sp_.max_rows ? s->p.max_rows : sp_.max_rows;
-            sp_.max_len = s->p.max_len > sp_.max_len ? s->p.max_len : sp_.max_len;
-            sp_.max_src_len = s->p.max_src_len > sp_.max_src_len ? s->p.max_src_len : sp_.max_src_len;
+            both.max_rows = s->p.max_rows > sp_.max_rows ? s->p.max_rows : sp_.max_rows;
+            both.max_len = s->p.max_len > sp_.max_len ? s->p.max_len : sp_.max_len;
+            both.max_src_len = s->p.max_src_len > sp_.max_src_len ? s->p.max_src_len : sp_.max_src_len;
         }
         qkv_session_free(s);
         s = NULL;
     }
-    qkv_status st = s ? QKV_OK : qkv_session_new(m, &sp_, &s);
+    qkv_status st = QKV_OK;
+    if (!s) {
+        st = qkv_session_new(m, &both, &s);
+        if (st && (both.max_rows != sp_.max_rows || both.max_len != sp_.max_len ||
+                   both.max_src_len != sp_.max_src_len)) /* the union too large: this call's own */
+            st = qkv_session_new(m, &sp_, &s);
+    }
     if (!st)
         st = ed ? qkv_session_encode(s, j->src_padded, j->batch, j->src_max)
                 : qkv_session_start(s, j->batch);

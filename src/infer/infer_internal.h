@@ -17,6 +17,8 @@
 struct qkv_session {
     const qkv_model *m;
     qkv_session_params p;
+    uint64_t serial;         /* which qkv_session_new made it (1, 2, ..): tests tell a reused
+                              * session from a new one that malloc put at the same address */
     qkv_ctx *ctx;            /* step arena: reset at every step; gradients off */
     bool encoder_decoder;    /* else a decoder-only LM */
     int32_t n_layers;        /* decoder layers (the LM's causal stack) */

@@ -35,6 +35,7 @@
  */
 #include "infer_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 qkv_session_params qkv_session_default_params(void) {
@@ -120,6 +121,8 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
                          (int)p->kernels);
     qkv_session *s = calloc(1, sizeof *s);
     if (!s) return QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
+    static _Atomic uint64_t sessions_made = 0;
+    s->serial = atomic_fetch_add_explicit(&sessions_made, 1, memory_order_relaxed) + 1;
     s->m = m;
     s->p = *p;
     s->encoder_decoder = ed;

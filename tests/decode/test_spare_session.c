@@ -8,7 +8,8 @@
  *     keys (more rows, longer sources and prompts);
  *   - a call the spare does not fit (more rows, or a longer input) replaces it with one as large
  *     as both calls in each size;
- *   - qkv_model_release_decode_memory frees it (and accepts NULL); a refused call keeps none.
+ *   - the same with the uncached decoder, and on prompts that share two positions;
+ *   - qkv_model_release_decode_memory frees it (and accepts NULL); a refused call leaves it be.
  */
 #include "decode_testutil.h"
 
@@ -43,6 +44,44 @@ static bool same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y) {
     return true;
 }
 
+/* The bits of a call on a reused spare (after `first`) and on a fresh session. */
+static void check_reused_equals_fresh(qkv_model *m, const int32_t *in0, const int32_t *lens0, int32_t n0,
+                                      const qkv_decode_params *p0, const int32_t *in, const int32_t *lens, int32_t n,
+                                      const qkv_decode_params *p, const char *what) {
+    qkv_hypotheses first, reused, fresh;
+    qkv_model_release_decode_memory(m);
+    CHECK_OK(run(m, in0, lens0, n0, p0, &first));
+    const uint64_t serial = m->decode_spare ? ((const qkv_session *)m->decode_spare)->serial : 0;
+    CHECK_OK(run(m, in, lens, n, p, &reused));
+    CHECK_MSG(m->decode_spare && ((const qkv_session *)m->decode_spare)->serial == serial, "%s: not reused", what);
+    qkv_model_release_decode_memory(m);
+    CHECK_OK(run(m, in, lens, n, p, &fresh));
+    CHECK_MSG(same_bits(&reused, &fresh), "%s: the reused session's results differ from a fresh one's", what);
+    qkv_hypotheses_free(&first);
+    qkv_hypotheses_free(&reused);
+    qkv_hypotheses_free(&fresh);
+}
+
+/* The paths the test below does not take: the uncached decoder (use_cache false), and a
+ * decoder-only model whose prompts share two positions (fed in one step of two tokens, the
+ * general attention path over a cache of more positions than the call's). */
+TEST(decode_reused_spare_keeps_the_bits_uncached_and_with_shared_prompts) {
+    qkv_model *s2s = dt_seq2seq(&dt_variants[0], 11, 2, 320), *lm = dt_lm(&dt_variants[0], 11, 2, 321);
+    CHECK(s2s && lm);
+    if (s2s && lm) {
+        qkv_decode_params big = dt_params(QKV_DECODE_BEAM), p = dt_params(QKV_DECODE_BEAM);
+        big.beam_size = 3, big.max_len = 7, big.use_cache = false;
+        p.beam_size = 2, p.max_len = 4, p.use_cache = false;
+        check_reused_equals_fresh(s2s, big_in, big_lens, NB, &big, small_in, small_lens, 2, &p, "seq2seq uncached");
+        static const int32_t prompts[] = {4, 5, 6, 7};
+        static const int32_t prompt_lens[] = {2, 2};
+        big.use_cache = p.use_cache = true;
+        check_reused_equals_fresh(lm, big_in, big_lens, NB, &big, prompts, prompt_lens, 2, &p, "LM, prompts of 2");
+    }
+    qkv_model_free(s2s);
+    qkv_model_free(lm);
+}
+
 TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
     static const qkv_decode_strategy strategies[] = {QKV_DECODE_GREEDY, QKV_DECODE_BEAM, QKV_DECODE_SAMPLE};
     for (int arch = 0; arch < 2; arch++) {
@@ -58,6 +97,7 @@ TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
             CHECK_OK(run(m, big_in, big_lens, NB, &big, &h_big));
             const qkv_session *spare = m->decode_spare;
             CHECK_MSG(spare != NULL, "no session kept after a successful call");
+            const uint64_t serial = spare ? spare->serial : 0;
             /* then a smaller one, which fits in the spare */
             qkv_decode_params p = dt_params(strategies[k]);
             p.beam_size = 2;
@@ -66,8 +106,8 @@ TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
             p.seed = 77;
             if (strategies[k] == QKV_DECODE_GREEDY) p.n_best = 1;
             CHECK_OK(run(m, small_in, small_lens, 2, &p, &reused));
-            CHECK_MSG(m->decode_spare == spare, "%s %d: the spare that fits was not reused",
-                      arch ? "LM" : "seq2seq", (int)strategies[k]);
+            CHECK_MSG(m->decode_spare && ((const qkv_session *)m->decode_spare)->serial == serial,
+                      "%s %d: the spare that fits was not reused", arch ? "LM" : "seq2seq", (int)strategies[k]);
             qkv_model_release_decode_memory(m);
             CHECK(m->decode_spare == NULL);
             CHECK_OK(run(m, small_in, small_lens, 2, &p, &fresh)); /* on a new session */
@@ -100,15 +140,16 @@ TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
             qkv_hypotheses_free(&h1);
             qkv_hypotheses_free(&h2);
         }
-        /* a refused call (a token outside the vocabulary) leaves no session behind */
+        /* a refused call (a token outside the vocabulary) leaves the spare as it was */
         if (m) {
-            qkv_model_release_decode_memory(m);
+            const qkv_session *before = m->decode_spare;
+            const uint64_t serial = before ? before->serial : 0;
             const int32_t bad[] = {3, 999};
             const int32_t bad_len[] = {2};
             qkv_decode_params p = dt_params(QKV_DECODE_GREEDY);
             qkv_hypotheses h;
             CHECK(run(m, bad, bad_len, 1, &p, &h) != QKV_OK);
-            CHECK(m->decode_spare == NULL);
+            CHECK(before != NULL && m->decode_spare == before && before->serial == serial);
         }
         qkv_model_free(m); /* frees the spare */
     }

@@ -2,14 +2,15 @@
  * attend_cached.c: one query per (row, head) against a KV cache read in place (see
  * attend_cached.h for the math and the layouts).
  *
- * Per task (n, h), as the reference kernel (sdpa_ref.c) does per query row: scores
+ * Per row n and head h, as the reference kernel (sdpa_ref.c) does per query row: scores
  * s_j = scale q.k_j into a per-thread buffer with their maximum m; p_j = exp(s_j - m) in place
  * and l = sum_j p_j; then o = (sum_j p_j v_j) / l, eight dimensions at a time over all keys. A
  * padded key gets p_j = 0 and is never read. Key j of row n is read at an offset computed once per
  * row and thread: through key_rows (the session's table of rows), kv_rows, or in row n itself.
- * The dot products keep 8 partial sums (lanes d mod 8,
- * added pairwise at the end): a fixed order the compiler can put in vector registers without
- * reassociating anything (-O2, no -ffast-math).
+ * A task is a block of ROW_BLOCK rows under one head, the rows one after the other (see
+ * ROW_BLOCK). The dot products keep 8 partial sums (lanes d mod 8, added pairwise at the end): a
+ * fixed order the compiler can put in vector registers without reassociating anything (-O2, no
+ * -ffast-math).
  *
  * On x86-64 CPUs with AVX2 and D a multiple of 8 the same sums run in 256-bit registers, with the
  * same bits: lane i of one register is the partial sum acc[i] above (products rounded, then
@@ -34,6 +35,11 @@
 #endif
 
 #define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
+/* Rows attended one after the other per head: the beams of a sentence (consecutive rows) read
+ * one copy of its cross-attention keys and values, and siblings share their prefix's keys, so a
+ * head's keys come from memory once per block and from L1 for its other rows (S beam 5 ~4 %
+ * faster than row by row, all heads of a row before the next; BENCHMARKS.md, "Session 11"). */
+#define ROW_BLOCK 8
 
 /* q . k over D elements in the fixed order above. */
 static inline qkv_real dot(const qkv_real *restrict q, const qkv_real *restrict k, int64_t D) {
@@ -236,9 +242,9 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
     const int threads = 1;
 #endif
     /* per thread: S reals (the scores; S rounded up to even keeps what follows 8-byte aligned),
-     * then S key offsets */
+     * then the S key offsets of each row of a block */
     const size_t reals = sizeof(qkv_real) * (size_t)((p->S + 1) & ~(int64_t)1),
-                 per_thread = reals + sizeof(int64_t) * (size_t)p->S;
+                 per_thread = reals + sizeof(int64_t) * (size_t)(ROW_BLOCK * p->S);
     unsigned char *scratch = qkv__scratch(ctx, (per_thread ? per_thread : 1) * (size_t)threads);
     if (!scratch) return false;
     if (ctx->measure_only) { /* the arena measure run (internal.h): zeros, no key read */
@@ -254,13 +260,19 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
 #else
         unsigned char *mine = scratch;
 #endif
-        int64_t *off = (int64_t *)(mine + reals), row = -1; /* the row whose offsets off holds */
+        int64_t *off = (int64_t *)(mine + reals), block = -1; /* the block whose offsets off holds */
+        const int64_t blocks = (p->N + ROW_BLOCK - 1) / ROW_BLOCK;
 #ifdef QKV_WITH_OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t t = 0; t < tasks; t++) {
-            if (t / p->H != row) key_offsets(p, row = t / p->H, off); /* once per row and thread */
-            attend_one(p, row, t % p->H, (qkv_real *)mine, off, vec);
+        for (int64_t t = 0; t < blocks * p->H; t++) {
+            const int64_t n0 = t / p->H * ROW_BLOCK, n1 = n0 + ROW_BLOCK < p->N ? n0 + ROW_BLOCK : p->N;
+            if (t / p->H != block) { /* once per block and thread */
+                block = t / p->H;
+                for (int64_t n = n0; n < n1; n++) key_offsets(p, n, off + (n - n0) * p->S);
+            }
+            for (int64_t n = n0; n < n1; n++)
+                attend_one(p, n, t % p->H, (qkv_real *)mine, off + (n - n0) * p->S, vec);
         }
     }
     return true;

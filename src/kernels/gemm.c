@@ -329,6 +329,7 @@ enum { TILE_ROWS = 512, TILE_COLS = 1024, TILE_MIN_ROWS = 64, TILE_MIN_COLS = 12
 #define GEMM_MID_WORK ((int64_t)1 << 27)    /* products below take 4 tiles, not 8 */
 #define GEMM_LARGE_WORK ((int64_t)1 << 32)  /* from here 16 tiles, from 4x this 32 */
 
+#if defined(QKV_WITH_BLAS) && defined(QKV_WITH_OPENMP)
 /* The tile sizes (*tr rows, *tc columns of C) of an m x n x k product, from its shape alone. */
 static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc) {
     *tr = TILE_ROWS, *tc = TILE_COLS;
@@ -356,6 +357,7 @@ static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc
         else *tc /= 2;
     }
 }
+#endif
 
 void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha,
               const qkv_real *a, int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta,

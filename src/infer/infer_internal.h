@@ -96,7 +96,9 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
  * successful call (st == QKV_OK), replacing and freeing any other; after a failure it is freed. */
 void dec_end(const dec_job *j, qkv_session *s, qkv_status st);
 
-/* log sum_v exp(logits[v]) in double (the max first), over all V ids (padding included). */
+/* log sum_v exp(logits[v]) in double (the max first), over all V ids (padding included); the
+ * exponentials vectorised, the same bits in every vector width (decode.c). NaN for a row with a
+ * NaN, a +inf or only -inf logits. */
 double dec_logsumexp(const qkv_real *logits, int32_t V);
 /* log_softmax of one row of V logits in double, with -inf at the padding id:
  * out[v] = (double)logits[v] - dec_logsumexp(logits, V). */

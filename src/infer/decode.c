@@ -244,6 +244,7 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
  */
 typedef double v8d __attribute__((vector_size(64)));
 typedef long long v8i __attribute__((vector_size(64)));
+typedef unsigned long long v8u __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 
 #define EXP_SHIFT 0x1.8p52
@@ -270,7 +271,7 @@ static inline void exp8_nonpositive(const v8d *xp, v8d *out) { /* pointers: no v
     const v8d r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
     v8d p = r;
     EXP_HORNER(p, r);
-    const v8d scale = (v8d)(((v8i)t + 1023) << 52); /* k + 1023 in the exponent (k >= -1022) */
+    const v8d scale = (v8d)(((v8u)t + 1023) << 52); /* k + 1023 in the exponent (k >= -1022) */
     *out = (v8d)((v8i)(p * scale) & ~small);
 }
 

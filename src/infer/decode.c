@@ -15,9 +15,10 @@
  */
 #include "infer_internal.h"
 
+#include "../kernels/rowreduce.h"
+
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 qkv_decode_params qkv_decode_default_params(void) {
     qkv_decode_params p;
@@ -232,113 +233,13 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     return QKV_OK;
 }
 
-/*
- * e^x for x <= 0 (and NaN) in double, eight at a time (GCC vector extensions: each clone of
- * sum_exp runs them in its own registers, and the scalar tail repeats the same operations): with
- * k = round(x / ln 2) (the 1.5 * 2^52 trick, which also leaves k in the low bits of t),
- * r = x - k ln 2 in two parts (Cody and Waite), |r| <= ln 2 / 2, e^x = 2^k e^r with e^r by its
- * Taylor polynomial of degree 13 (the first term left out is below 5e-18 relative) in Horner
- * form, products and sums rounded separately (-ffp-contract=off), and 2^k built in the exponent
- * field. Below -708 (where 2^k would leave the normal range) the result is 0: next to the
- * largest term, 1, such a term cannot change a double sum. -inf gives 0, NaN NaN.
- */
-typedef double v8d __attribute__((vector_size(64)));
-typedef long long v8i __attribute__((vector_size(64)));
-typedef unsigned long long v8u __attribute__((vector_size(64)));
-typedef float v8f __attribute__((vector_size(32)));
-
-#define EXP_SHIFT 0x1.8p52
-#define EXP_LOG2E 1.4426950408889634
-#define EXP_LN2_HI 0x1.62e42fee00000p-1
-#define EXP_LN2_LO 0x1.a39ef35793c76p-33
-/* e^r's Taylor coefficients 1/13! .. 1/0!, Horner order */
-#define EXP_HORNER(p, r)                                                                           \
-    do {                                                                                           \
-        static const double c_[14] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,     \
-                                      1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,        \
-                                      1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,          \
-                                      1.0 / 24.0,         1.0 / 6.0,         0.5,                  \
-                                      1.0,                1.0};                                    \
-        p = p * 0 + c_[0];                                                                         \
-        for (int i_ = 1; i_ < 14; i_++) p = p * r + c_[i_];                                        \
-    } while (0)
-
-static inline void exp8_nonpositive(const v8d *xp, v8d *out) { /* pointers: no vector-typed ABI */
-    const v8d x = *xp;
-    const v8i small = x < -708.0; /* -1 where x < -708 (never for NaN) */
-    const v8d xc = (v8d)(((v8i)x & ~small) | ((v8i)(x * 0 - 708.0) & small));
-    const v8d t = xc * EXP_LOG2E + EXP_SHIFT, k = t - EXP_SHIFT;
-    const v8d r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
-    v8d p = r;
-    EXP_HORNER(p, r);
-    const v8d scale = (v8d)(((v8u)t + 1023) << 52); /* k + 1023 in the exponent (k >= -1022) */
-    *out = (v8d)((v8i)(p * scale) & ~small);
-}
-
-static inline double exp_nonpositive(double x) { /* exp8_nonpositive's operations on one value */
-    const bool small = x < -708.0;
-    const double xc = small ? -708.0 : x;
-    const double t = xc * EXP_LOG2E + EXP_SHIFT, k = t - EXP_SHIFT;
-    const double r = (xc - k * EXP_LN2_HI) - k * EXP_LN2_LO;
-    double p = r;
-    EXP_HORNER(p, r);
-    int64_t tb;
-    memcpy(&tb, &t, sizeof tb);
-    const int64_t scale_bits = (int64_t)((uint64_t)(tb + 1023) << 52);
-    double scale;
-    memcpy(&scale, &scale_bits, sizeof scale);
-    return small ? 0.0 : p * scale;
-}
-
-/* The sum of exp(x[v] - mx) over v < V in 8 partial sums (lane v mod 8, added pairwise at the
- * end): the same order, and the same bits, in every clone. */
-QKV_CLONES static double sum_exp(const qkv_real *x, int32_t V, double mx) {
-    v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-    int32_t v = 0;
-#ifndef QKV_DOUBLE
-    for (; v + 8 <= V; v += 8) {
-        v8f xf;
-        memcpy(&xf, x + v, sizeof xf);
-        const v8d xd = __builtin_convertvector(xf, v8d) - mx;
-        v8d e;
-        exp8_nonpositive(&xd, &e);
-        acc += e;
-    }
-#endif
-    double a[8];
-    memcpy(a, &acc, sizeof a);
-    for (int l = 0; v < V; v++, l = (l + 1) % 8)
-        a[l] += exp_nonpositive((double)x[v] - mx);
-    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-}
-
-/* The largest of x[0 .. V) that is not NaN (-inf when none): eight running maxima (lane v mod 8)
- * kept by the same comparison, x > m, then combined in lane order. */
-QKV_CLONES static double max_of(const qkv_real *x, int32_t V) {
-    qkv_real lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int32_t v = 0;
-#ifndef QKV_DOUBLE
-    typedef int v8i32 __attribute__((vector_size(32)));
-    v8f m;
-    memcpy(&m, lane, sizeof m);
-    for (; v + 8 <= V; v += 8) {
-        v8f xv;
-        memcpy(&xv, x + v, sizeof xv);
-        const v8i32 gt = xv > m;
-        m = (v8f)(((v8i32)xv & gt) | ((v8i32)m & ~gt));
-    }
-    memcpy(lane, &m, sizeof lane);
-#endif
-    for (int l = 0; v < V; v++, l = (l + 1) % 8)
-        if (x[v] > lane[l]) lane[l] = x[v];
-    double mx = -INFINITY;
-    for (int l = 0; l < 8; l++)
-        if (lane[l] > mx) mx = lane[l];
-    return mx;
-}
+/* The row loops of dec_logsumexp (kernels/rowreduce.h), compiled for each vector width: the
+ * lanes and their order are fixed, so every clone gives the same bits. */
+QKV_CLONES static qkv_real max_of(const qkv_real *x, int32_t V) { return qkv__row_max(x, V); }
+QKV_CLONES static double sum_exp(const qkv_real *x, int32_t V, double mx) { return qkv__row_sum_exp_d(x, mx, V); }
 
 double dec_logsumexp(const qkv_real *logits, int32_t V) {
-    const double mx = max_of(logits, V);
+    const double mx = max_of(logits, V); /* NaN when a logit is */
     if (V > 0 && (mx == INFINITY || mx == -INFINITY)) return NAN; /* +-inf - mx: NaN, as exp(NaN) */
     return mx + log(sum_exp(logits, V, mx));
 }

@@ -90,6 +90,46 @@ static inline qkv_real qkv__exp_r(qkv_real x) {
 #endif
 }
 
+/* e^x in double for x <= 0 (and NaN), for scores kept in double (the decoders' log-softmax):
+ * Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, n rounded by the 1.5 * 2^52 trick, e^r by
+ * its Taylor polynomial of degree 13 (the first term left out is below 5e-18 relative) in Horner
+ * form, 2^n from the exponent bits. Branch-free, as qkv__exp_r, so the lane loops vectorise it;
+ * with -ffp-contract=off every vector width gives the same bits. Below -708 (where 2^n would
+ * leave the normal range) the result is 0, as it is for -inf; NaN stays NaN. */
+static inline double qkv__exp_nonpositive_d(double x) {
+    typedef union {
+        double f;
+        uint64_t u;
+    } bits;
+    const double magic = 0x1.8p52; /* t = magic + n has n in its low bits */
+    const uint64_t small = -(uint64_t)(x < -708.0); /* NaN compares false: kept */
+    const bits xb = {x}, floor = {-708.0};
+    bits xcb;
+    xcb.u = (xb.u & ~small) | (floor.u & small);
+    const double xc = xcb.f;
+    const double t = xc * 1.4426950408889634 + magic, n = t - magic;
+    const double r = (xc - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33; /* ln2 = hi + lo */
+    double p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0; /* 1/13!, 1/12! */
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const bits tb = {t}, mb = {magic};
+    bits scale, y;
+    scale.u = (tb.u - mb.u + 1023u) << 52; /* 2^n */
+    y.f = p * scale.f;
+    y.u &= ~small;
+    return y.f;
+}
+
 static inline double qkv__lanes_total(const double acc[QKV_LANES]) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
@@ -163,6 +203,18 @@ static inline double qkv__row_sum_exp(const qkv_real *restrict x, qkv_real m, in
             acc[k] += (double)qkv__exp_r(x[i + k] - m);
     for (int k = 0; i < n; i++, k++)
         acc[k] += (double)qkv__exp_r(x[i] - m);
+    return qkv__lanes_total(acc);
+}
+
+/* sum_i exp(x[i] - m), the exponentials in double (qkv__exp_nonpositive_d) */
+QKV_ROW_INLINE double qkv__row_sum_exp_d(const qkv_real *restrict x, double m, int64_t n) {
+    double acc[QKV_LANES] = {0};
+    int64_t i = 0;
+    for (; i + QKV_LANES <= n; i += QKV_LANES)
+        for (int k = 0; k < QKV_LANES; k++)
+            acc[k] += qkv__exp_nonpositive_d((double)x[i + k] - m);
+    for (int k = 0; i < n; i++, k++)
+        acc[k] += qkv__exp_nonpositive_d((double)x[i] - m);
     return qkv__lanes_total(acc);
 }
 

@@ -397,6 +397,7 @@ static void gather_rows(qkv_session *s, const row_layout *g, const int32_t *from
     for (int32_t k = 0; k < n; k++)
         if (from[k] != (to ? to[k] : k)) needed[from[k]] = 1;
     const bool parallel = (size_t)n * packed >= ((size_t)1 << 20);
+    (void)parallel; /* read only by the OpenMP pragmas */
 #pragma omp parallel for schedule(static) if (parallel)
     for (int32_t k = 0; k < n; k++) { /* (a) */
         const int32_t dst = to ? to[k] : k;

@@ -148,12 +148,16 @@ void qkv_model_release_decode_memory(qkv_model *m) {
     if (m) qkv_session_free(take_spare(m));
 }
 
-/* Whether s can serve a call that needs p: the same model, kernels, cache mode and arena, and at
- * least its rows and lengths. */
-static bool session_fits(const qkv_session *s, const qkv_model *m, const qkv_session_params *p) {
+/* Whether s is a session of model m with p's kernels, cache mode and arena (any sizes). */
+static bool session_same_kind(const qkv_session *s, const qkv_model *m, const qkv_session_params *p) {
     return s->m == m && s->p.kernels == p->kernels && s->p.use_cache == p->use_cache &&
-           s->p.arena_bytes == p->arena_bytes && s->p.max_rows >= p->max_rows &&
-           s->p.max_len >= p->max_len && s->p.max_src_len >= p->max_src_len;
+           s->p.arena_bytes == p->arena_bytes;
+}
+
+/* Whether s can serve a call that needs p: the same kind, and at least its rows and lengths. */
+static bool session_fits(const qkv_session *s, const qkv_model *m, const qkv_session_params *p) {
+    return session_same_kind(s, m, p) && s->p.max_rows >= p->max_rows && s->p.max_len >= p->max_len &&
+           s->p.max_src_len >= p->max_src_len;
 }
 
 void dec_end(const dec_job *j, qkv_session *s, qkv_status st) {
@@ -181,8 +185,7 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     if (s && !session_fits(s, m, &sp_)) {
         /* replaced by one that fits both calls, where only the sizes differ: calls that
          * alternate a longer source and more rows then settle on one session */
-        if (s->m == m && s->p.kernels == sp_.kernels && s->p.use_cache == sp_.use_cache &&
-            s->p.arena_bytes == sp_.arena_bytes) {
+        if (session_same_kind(s, m, &sp_)) {
             both.max_rows = s->p.max_rows > sp_.max_rows ? s->p.max_rows : sp_.max_rows;
             both.max_len = s->p.max_len > sp_.max_len ? s->p.max_len : sp_.max_len;
             both.max_src_len = s->p.max_src_len > sp_.max_src_len ? s->p.max_src_len : sp_.max_src_len;

@@ -215,24 +215,15 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
             for (int j = 0; j < NB_WIDE; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
         }
     }
-    if (mb == MB_WIDE) { /* the 24 sums reduced together, hsum16's additions in transposed form */
-        float sums[32];
-        reduce24(acc, sums);
-#pragma GCC unroll 4
-        for (int i = 0; i < MB_WIDE; i++)
-#pragma GCC unroll 6
-            for (int j = 0; j < nb; j++) {
-                const int r = i * NB_WIDE + j; /* where reduce24 left sum r */
-                const float s = alpha * sums[r < 16 ? (r % 4) * 4 + r / 4 : 16 + (r % 4) * 4 + (r - 16) / 4];
-                c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j];
-            }
-        return;
-    }
+    float sums[32];
+    if (mb == MB_WIDE) reduce24(acc, sums); /* a full block's sums together, hsum16's additions */
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
 #pragma GCC unroll 6
         for (int j = 0; j < nb; j++) {
-            const float s = alpha * hsum16(acc[i][j]);
+            const int r = i * NB_WIDE + j; /* where reduce24 left sum r */
+            const float s = alpha * (mb == MB_WIDE ? sums[r < 16 ? (r % 4) * 4 + r / 4 : 16 + (r % 4) * 4 + (r - 16) / 4]
+                                                   : hsum16(acc[i][j]));
             c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
         }
 }

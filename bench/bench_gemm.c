@@ -29,6 +29,15 @@
  * small-M kernel itself, alternating, operands in cache; prints BLAS time / kernel time (> 1: the
  * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md, "Session 10").
  *
+ *   build/release/bench_gemm --packed [--threads N]
+ *
+ * Where the packed AVX-512 GEMM pays (src/kernels/gemm_packed.c; Intel CPUs with AVX-512F): the
+ * products of a config-B, S and GPT-2 training step (forward x W^T, backward dY W and dY^T X)
+ * and smaller ones near its thresholds, qkv_gemm with the packed GEMM off (OpenBLAS in
+ * qkv_gemm's tiles; qkv__gemm_packed_enable) against on, alternating, operands in cache; the
+ * median of 7 samples of each, GFLOP/s of both and tiles time / packed time (> 1: packed is
+ * faster; "-" where the rule sends the shape to BLAS anyway).
+ *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
  * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
@@ -175,6 +184,78 @@ static int few_rows(void) {
     return 0;
 }
 
+static int packed_table(void) {
+    if (!qkv__gemm_packed_available()) {
+        fprintf(stderr, "bench_gemm: --packed: this CPU or build has no packed GEMM (Intel x86-64 with AVX-512F, "
+                        "float)\n");
+        return 1;
+    }
+    static const struct {
+        const char *name;
+        bool ta, tb;
+        int64_t m, n, k;
+    } shapes[] = {
+        {"B qkv proj", false, true, 2048, 1536, 512},    {"B out proj", false, true, 2048, 512, 512},
+        {"B ffn up", false, true, 2048, 2048, 512},      {"B ffn down", false, true, 2048, 512, 2048},
+        {"B logits", false, true, 2048, 8000, 512},      {"B cross kv", false, true, 2048, 1024, 512},
+        {"B dX ffn down", false, false, 2048, 2048, 512}, {"B dX ffn up", false, false, 2048, 512, 2048},
+        {"B dX logits", false, false, 2048, 512, 8000},  {"B dW qkv", true, false, 1536, 512, 2048},
+        {"B dW ffn up", true, false, 2048, 512, 2048},   {"B dW ffn down", true, false, 512, 2048, 2048},
+        {"B dW logits", true, false, 8000, 512, 2048},   {"S qkv proj", false, true, 2048, 768, 256},
+        {"S ffn up", false, true, 2048, 1024, 256},      {"S dW ffn down", true, false, 256, 1024, 2048},
+        {"GPT-2 qkv", false, true, 256, 2304, 768},      {"GPT-2 logits", false, true, 256, 50304, 768},
+        {"GPT-2 dW fc", true, false, 3072, 768, 256},    {"B encoder 1024", false, true, 1024, 2048, 512},
+        {"mid 256", false, true, 256, 512, 256},         {"mid 128", false, true, 128, 512, 512},
+        {"small 64", false, true, 64, 256, 256},         {"heads 64", false, true, 512, 512, 64},
+        {"small 64x128", false, true, 64, 128, 128},     {"rows 32", false, true, 32, 512, 512},
+        {"small 128x64", false, true, 128, 128, 64},     {"rows 96 NN", false, false, 96, 512, 512},
+        {"depth 32", false, false, 512, 512, 32},        {"tiny 64", false, false, 64, 64, 64},
+        {"thin m 32", false, false, 32, 1024, 256},       {"thin n 32", false, false, 256, 32, 1024},
+        {"thin n 32 NT", false, true, 1024, 32, 512},     {"tall 2048x64", false, true, 2048, 64, 64},
+        {"depth 16", false, false, 1024, 1024, 16},
+    };
+    enum { SAMPLES = 7 };
+    printf("qkv %s, %d thread(s): OpenBLAS in qkv_gemm's tiles against the packed GEMM, median of %d\n",
+           qkv_version(), qkv_get_num_threads(), SAMPLES);
+    printf("%-16s %-4s %-18s %10s %10s %8s\n", "product", "op", "M x N x K", "tiles GF/s", "packed", "ratio");
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const bool ta = shapes[s].ta, tb = shapes[s].tb;
+        const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+        qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * k)),
+                 *b = aligned_alloc(64, sizeof(qkv_real) * (size_t)(k * n)),
+                 *c = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * n));
+        if (!a || !b || !c) {
+            fprintf(stderr, "bench_gemm: out of memory\n");
+            free(a), free(b), free(c);
+            return 1;
+        }
+        for (int64_t i = 0; i < m * k; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+        for (int64_t i = 0; i < k * n; i++) b[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+        const int64_t lda = ta ? m : k, ldb = tb ? k : n, reps = 1 + 200000000 / (m * n * k);
+        const bool packed = qkv__gemm_uses_packed(m, n, k);
+        double t[2][SAMPLES];
+        for (int pass = 0; pass < SAMPLES + 1; pass++)
+            for (int which = 0; which < 2; which++) { /* 0: BLAS tiles, 1: packed */
+                qkv__gemm_packed_enable(which == 1);
+                const double t0 = bench_now();
+                for (int64_t i = 0; i < reps; i++) qkv_gemm(ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n);
+                if (pass >= 1) t[which][pass - 1] = (bench_now() - t0) / (double)reps;
+            }
+        qkv__gemm_packed_enable(true);
+        qsort(t[0], SAMPLES, sizeof(double), cmp_double);
+        qsort(t[1], SAMPLES, sizeof(double), cmp_double);
+        const double flop = 2.0 * (double)m * (double)n * (double)k * 1e-9;
+        char dims[48];
+        snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+        printf("%-16s %c%c   %-18s %10.1f %10.1f ", shapes[s].name, ta ? 'T' : 'N', tb ? 'T' : 'N', dims,
+               flop / t[0][SAMPLES / 2], flop / t[1][SAMPLES / 2]);
+        if (packed) printf("%7.3fx\n", t[0][SAMPLES / 2] / t[1][SAMPLES / 2]);
+        else printf("%8s\n", "-");
+        free(a), free(b), free(c);
+    }
+    return 0;
+}
+
 static int decode_step(void) {
     enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3 };
     static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
@@ -233,7 +314,7 @@ int main(int argc, char **argv) {
     int threads = 0;
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
-         rows_table = false;
+         rows_table = false, packed = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads")) {
             if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
@@ -245,10 +326,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--decode")) decode = true;
         else if (!strcmp(argv[i], "--decode-step")) decode_stream = true;
         else if (!strcmp(argv[i], "--few-rows")) rows_table = true;
+        else if (!strcmp(argv[i], "--packed")) packed = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
                             "       bench_gemm --decode-step [--threads N]\n"
                             "       bench_gemm --few-rows [--threads N]\n"
+                            "       bench_gemm --packed [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -261,6 +344,7 @@ int main(int argc, char **argv) {
     if (want_ceiling) return ceiling(json);
     if (decode_stream) return decode_step();
     if (rows_table) return few_rows();
+    if (packed) return packed_table();
     typedef struct {
         const char *name;
         int64_t m, n, k;

@@ -238,6 +238,26 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* C = alpha op(A) op(B) + beta C, float, with qkv's own packed AVX-512 GEMM: each operand packed
+ * once per product and shared by the threads, bits independent of the thread count
+ * (src/kernels/gemm_packed.c). qkv_gemm uses it where qkv__gemm_uses_packed: BLAS float builds
+ * on Intel CPUs with AVX-512F (qkv__gemm_packed_available), products of at least
+ * QKV_PACKED_MIN_ROWS x QKV_PACKED_MIN_COLS x QKV_PACKED_MIN_DEPTH and QKV_PACKED_MIN_WORK
+ * multiply-adds, the small-M kernel's products excepted. qkv__gemm_packed returns false without
+ * touching C where its packing buffer cannot be allocated (or for alpha = 0, k = 0), and the
+ * caller then computes the product with BLAS. */
+#define QKV_PACKED_MIN_ROWS 32
+#define QKV_PACKED_MIN_COLS 64
+#define QKV_PACKED_MIN_DEPTH 16
+#define QKV_PACKED_MIN_WORK (((int64_t)1 << 18) + 1)
+bool qkv__gemm_packed_available(void);
+bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k);
+bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* For bench/bench_gemm.c: false sends these products back to BLAS (qkv_gemm's tiles); true (the
+ * default) restores the rule. Not thread-safe; not for library code. */
+void qkv__gemm_packed_enable(bool on);
+
 /* Batches of matrices in a 2-level layout: matrix (i, j), i < n_outer, j < n_inner, starts at
  * p + i outer + j inner and has leading dimension ld. Head views (B, H, L, D) of a (B, L, C)
  * projection are such a batch: outer = L C, inner = D, ld = C. qkv__gemm_batched2 is

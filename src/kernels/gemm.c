@@ -3,7 +3,9 @@
  *
  * - qkv_gemm: the fast path. cblas_sgemm / cblas_dgemm when built with BLAS (OpenBLAS, OpenMP
  *   build, sharing our OpenMP runtime) on fixed tiles spread over OpenMP threads (see below), else
- *   the blocked fallback. Called outside any OpenMP parallel region.
+ *   the blocked fallback. Float products of a few rows take the small-M kernel
+ *   (gemm_small_m.c), large ones on Intel CPUs with AVX-512F qkv's packed GEMM (gemm_packed.c).
+ *   Called outside any OpenMP parallel region.
  * - qkv_gemm_blocked: the portable fallback in plain C11 (Goto / BLIS loop order, a 4 x 8
  *   register-blocked micro-kernel over packed panels, tiles of C spread over OpenMP threads);
  *   every element of C is summed over k in the same order whatever the tiling, so results are
@@ -371,6 +373,11 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     /* BLAS wants lda >= 1 even for degenerate shapes. */
     lda = lda < 1 ? 1 : lda;
     ldb = ldb < 1 ? 1 : ldb;
+#ifndef QKV_DOUBLE
+    if (!qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k) && qkv__gemm_uses_packed(m, n, k) &&
+        qkv__gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
+#endif
 #ifdef QKV_WITH_OPENMP
     if (m * n * k > GEMM_SERIAL_WORK && !qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) {
         int64_t tr, tc;

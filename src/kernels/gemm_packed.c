@@ -1,0 +1,375 @@
+/*
+ * gemm_packed.c: C = alpha op(A) op(B) + beta C, float, row-major, for large products on Intel
+ * CPUs with AVX-512F: qkv's own packed GEMM, each operand packed once per product and shared by
+ * all threads.
+ *
+ * Why: qkv_gemm cannot let OpenBLAS thread a product (its split changes the bits with the thread
+ * count), so it cuts C into tiles fixed by the shape and makes one single-threaded BLAS call per
+ * tile, and every call packs its rows of A and its columns of B afresh: each operand is packed
+ * 2-4 times, and the tiles cost ~10 % against one whole-product call (gemm.c, "Determinism across
+ * thread counts"). Here the packed panels are made once and shared, and the result still does not
+ * depend on the thread count, because the split never touches the order of any sum.
+ *
+ * Loops (Goto & van de Geijn, TOMS 2008; the packing of BLIS, Van Zee & van de Geijn 2015), row
+ * mode (more than 1024 rows):
+ *
+ *   jo (NCO = 4096 columns of C)
+ *    pc (KC = 512 of the k dimension)      op(B)[pc.., jo..] packed by all threads into NR-column
+ *                                          micro-panels (KC x NR, k-major), shared; barrier
+ *     chunks of rows claimed by the        op(A)[rows, pc..] packed into MR-row micro-panels,
+ *     threads (at most MC_MAX = 192)       at most 192 x 512 floats (384 KiB)
+ *      jc (NC = 256 columns)               KC x NC of packed B (512 KiB) stays in L2
+ *       ir (MR = 12 rows)                  the A micro-panel (12 x KC, 24 KiB) stays in L1
+ *        jr (NR = 32 columns)              micro-kernel: C[12 x 32] (+)= A-panel B-panel
+ *    barrier (the next slice overwrites packed B)
+ *
+ * Column mode (up to 1024 rows): each thread takes an even share of C's columns, and per k slice
+ * packs all of op(A) (at most 1024 x 512 floats, 2 MiB) and its own columns of op(B) NC at a
+ * time, then runs the ir / jr loops above: A is packed once per thread (little, as it has few
+ * rows), B once, and no thread waits for another. With fewer rows than threads have chunks the
+ * shared-B row mode would leave threads idle or re-read B from L3 (0.83-0.93x OpenBLAS's tiles at
+ * 128-256 rows, against 1.05-1.23x in this mode).
+ *
+ * The micro-kernel holds the 12 x 32 tile of C in 24 zmm accumulators; per step p it loads
+ * 32 values of B (2 zmm), broadcasts 12 of A from memory and issues 24 FMAs. It runs at the
+ * core's FMA peak from L1 (~170 GFLOP/s, Emerald Rapids, one core), and the product at ~99 % of
+ * OpenBLAS 0.3.21's SkylakeX kernel on one thread; with shared packing, 1.06-1.26x qkv_gemm's
+ * tiled OpenBLAS on config B's training products at 2 threads (BENCHMARKS.md, "Session 12").
+ * Orders tried: A panel in L1 (this one) beat the BLIS order (B panel in L1) by 5-10 %: a 32-wide
+ * B panel of 512 k is 64 KiB, more than the 48 KiB L1.
+ *
+ * Rounding: for every element, each KC slice of the k sum is accumulated in order p = 0, 1, ..
+ * from zero (FMA), then C = beta C + alpha acc (first slice, beta = 0 not reading C) or
+ * C += alpha acc (later slices), slices in increasing k: the scheme of the portable
+ * qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread count
+ * or which thread computes what. They differ from OpenBLAS's in the last bits; a product's bits
+ * depend on its shape and on the CPU (the products that qualify here on an Intel AVX-512 CPU
+ * and through OpenBLAS elsewhere), never on threads.
+ *
+ * Memory: the packed slices live in one buffer per calling thread (row mode: packed B
+ * KC x min(n, NCO) floats, 8 MiB at most, and KC x MC_MAX per OpenMP thread, 384 KiB each; column
+ * mode: at most 2.5 MiB per OpenMP thread), kept between calls and freed when that thread exits,
+ * so the hot loop never allocates. When it cannot be
+ * allocated, qkv__gemm_packed returns false and the caller computes the product with BLAS.
+ */
+#include "../core/internal.h"
+
+#include <stdatomic.h>
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && \
+    !defined(QKV_DOUBLE)
+#include <immintrin.h>
+#include <pthread.h>
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
+
+#define AVX512 __attribute__((target("avx512f")))
+
+enum {
+    MR = 12,           /* rows of the micro-tile */
+    NR = 32,           /* columns of the micro-tile: two zmm */
+    KC = 512,          /* the k slice: part of the bits */
+    MC_MAX = 192,      /* rows of A packed at a time (16 micro-panels, 384 KiB) */
+    NC = 256,          /* columns of packed B swept per A block: 512 KiB of L2 */
+    NCO = 4096,        /* columns of B packed per pass: bounds the buffer to 8 MiB */
+    COL_MODE_ROWS = 1024, /* up to this many rows, threads split the columns instead */
+};
+
+static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* The micro-kernel: acc = sum over p < kc of ap[p][0..12) (outer) bp[p][0..32), in order of p,
+ * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc). */
+AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float *restrict bp, int mr, int nr,
+                              float alpha, float beta, float *c, int64_t ldc) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    /* C's rows on their way to L1 while the k loop runs (it is ~12 cycles a step) */
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++)
+        if (i < mr) {
+            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+        }
+    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+        const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) {
+            const __m512 a = _mm512_set1_ps(ap[i]);
+            acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
+                    m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        if (i >= mr) break;
+        float *ci = c + i * ldc;
+        __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
+        if (beta == 1) {
+            r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
+            r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
+        } else if (beta != 0) {
+            r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
+            r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
+        }
+        _mm512_mask_storeu_ps(ci, m0, r0);
+        _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
+}
+
+/* dst[p ds + l] = src[l ld + p] for lanes l < rows (<= 16; lanes rows..16 zero), p < kc, storing
+ * the lanes in `keep`: 16 x 16 blocks transposed in registers (unpack, shuffle, 128-bit lane
+ * shuffles). Packs a row-major operand whose k runs along its rows. */
+AVX512 static void pack_transposed(int rows, int64_t kc, const float *src, int64_t ld, float *restrict dst,
+                                   int64_t ds, __mmask16 keep) {
+    for (int64_t p = 0; p < kc; p += 16) {
+        const int64_t rem = min64(16, kc - p);
+        const __mmask16 km = rem == 16 ? 0xffff : (__mmask16)((1u << rem) - 1);
+        __m512 r[16], t[16], o[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + i * ld + p) : _mm512_setzero_ps();
+        /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (k = 4L + 0, 1 and 4L + 2, 3 in 128-bit lane L) */
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        /* r[4i + j], lane L: rows 4i .. 4i+3 at k = 4L + j */
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+            r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+            r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        /* o[k]: lane L of r[4i + j] for i = 0..3 gathers rows 0..15 at k = 4L + j */
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m512 x = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), y = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+            const __m512 z = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88),
+                         w = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+            o[j] = _mm512_shuffle_f32x4(x, z, 0x88);
+            o[8 + j] = _mm512_shuffle_f32x4(x, z, 0xDD);
+            o[4 + j] = _mm512_shuffle_f32x4(y, w, 0x88);
+            o[12 + j] = _mm512_shuffle_f32x4(y, w, 0xDD);
+        }
+        for (int q = 0; q < rem; q++) _mm512_mask_storeu_ps(dst + (p + q) * ds, keep, o[q]);
+    }
+}
+
+/* dst[p ds + l] = src[p ld + l] for l < cols (zero up to width <= 32), p < kc. Packs an operand
+ * whose rows run along k. */
+AVX512 static void pack_straight(int cols, int width, int64_t kc, const float *src, int64_t ld, float *restrict dst,
+                                 int64_t ds) {
+    const __mmask16 l0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1),
+                    l1 = cols >= 32 ? 0xffff : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1),
+                    w0 = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1),
+                    w1 = width >= 32 ? 0xffff : width <= 16 ? 0 : (__mmask16)((1u << (width - 16)) - 1);
+    for (int64_t p = 0; p < kc; p++) {
+        _mm512_mask_storeu_ps(dst + p * ds, w0, _mm512_maskz_loadu_ps(l0, src + p * ld));
+        if (w1) _mm512_mask_storeu_ps(dst + p * ds + 16, w1, _mm512_maskz_loadu_ps(l1, src + p * ld + 16));
+    }
+}
+
+/* MR-row micro-panels of op(A)[0..mc)[0..kc): ap[r / MR][p][r % MR], rows mc.. of the last zero.
+ * `a` points at op(A)[0][0] of the block: A is (mc, kc) with leading dimension lda, or (kc, mc)
+ * when trans. */
+static void pack_a(bool trans, int64_t mc, int64_t kc, const float *a, int64_t lda, float *restrict ap) {
+    for (int64_t ir = 0; ir < mc; ir += MR, ap += MR * kc) {
+        const int mr = (int)min64(MR, mc - ir);
+        if (trans) pack_straight(mr, MR, kc, a + ir, lda, ap, MR);
+        else pack_transposed(mr, kc, a + ir * lda, lda, ap, MR, (__mmask16)((1u << MR) - 1));
+    }
+}
+
+/* One NR-column micro-panel of op(B)[0..kc)[0..nr): bp[p][j], columns nr.. zero. `b` points at
+ * op(B)[0][0]: B is (kc, nr) with leading dimension ldb, or (nr, kc) when trans. */
+static void pack_b(bool trans, int64_t kc, int64_t nr, const float *b, int64_t ldb, float *restrict bp) {
+    if (trans) {
+        pack_transposed((int)min64(16, nr), kc, b, ldb, bp, NR, 0xffff);
+        pack_transposed((int)(nr > 16 ? nr - 16 : 0), kc, b + 16 * ldb, ldb, bp + 16, NR, 0xffff);
+    } else {
+        pack_straight((int)nr, NR, kc, b, ldb, bp, NR);
+    }
+}
+
+/* The calling thread's packing buffer, kept between calls and freed when the thread exits (a
+ * pthread key's destructor). */
+static pthread_key_t buffer_key;
+static pthread_once_t buffer_once = PTHREAD_ONCE_INIT;
+static bool buffer_key_ok;
+static _Thread_local float *buffer;
+static _Thread_local size_t buffer_floats;
+
+static void buffer_free(void *p) { free(p); }
+static void buffer_key_make(void) { buffer_key_ok = pthread_key_create(&buffer_key, buffer_free) == 0; }
+
+static float *buffer_get(size_t floats) {
+    if (buffer && buffer_floats >= floats) return buffer;
+    if (pthread_once(&buffer_once, buffer_key_make) != 0 || !buffer_key_ok) return NULL;
+    const size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    float *fresh = aligned_alloc(64, bytes);
+    if (!fresh) return NULL;
+    free(buffer);
+    buffer = fresh;
+    buffer_floats = floats;
+    if (pthread_setspecific(buffer_key, buffer) != 0) { /* not freed at exit: drop it now */
+        free(buffer);
+        buffer = NULL;
+        buffer_floats = 0;
+        return NULL;
+    }
+    return buffer;
+}
+
+/* One thread's share of a slice: micro-panels [p0, p1) of A's rows (MR rows each), MC_MAX rows of
+ * A packed at a time, against the packed slice of B (no columns, panels of NR). */
+static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t no, int64_t kc, float alpha,
+                        const float *a, int64_t lda, int64_t pc, const float *bp, float beta, float *c, int64_t ldc,
+                        float *ap) {
+    for (int64_t q = p0; q < p1; q += MC_MAX / MR) {
+        const int64_t ic = q * MR, mc = min64(min64(MC_MAX, (p1 - q) * MR), m - ic);
+        pack_a(trans_a, mc, kc, trans_a ? a + pc * lda + ic : a + ic * lda + pc, lda, ap);
+        for (int64_t jc = 0; jc < no; jc += NC) {
+            const int64_t j1 = min64(jc + NC, no);
+            for (int64_t ir = 0; ir < mc; ir += MR)
+                for (int64_t jr = jc; jr < j1; jr += NR)
+                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, mc - ir), (int)min64(NR, no - jr),
+                               alpha, beta, c + (ic + ir) * ldc + jr, ldc);
+        }
+    }
+}
+
+static _Atomic bool packed_enabled = true; /* relaxed: a benchmark's switch, no ordering */
+
+void qkv__gemm_packed_enable(bool on) { atomic_store_explicit(&packed_enabled, on, memory_order_relaxed); }
+
+/* Intel CPUs with AVX-512F, where it was measured. AMD's Zen 4 runs a 512-bit FMA as two 256-bit
+ * halves, and OpenBLAS's AVX2 kernels beat its AVX-512 ones there (the issue's anchors), so
+ * nothing says this kernel pays there. */
+bool qkv__gemm_packed_available(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_is("intel");
+}
+
+bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
+    return m >= QKV_PACKED_MIN_ROWS && n >= QKV_PACKED_MIN_COLS && k >= QKV_PACKED_MIN_DEPTH &&
+           m * n * k >= QKV_PACKED_MIN_WORK && atomic_load_explicit(&packed_enabled, memory_order_relaxed) &&
+           qkv__gemm_packed_available();
+}
+
+/* Row mode's share of a slice's MR-row panels [0, panels): the next chunk [*p0, *p1), false when
+ * none is left. `claimed` counts the panels taken over all slices, so this slice's run from
+ * `base` (the barrier after packing B orders the slices). Chunks shrink as the work does (half of
+ * what is left per thread, at most one A block of MC_MAX rows, at least 2 panels), so a thread
+ * slowed by another process leaves little for the others to wait on at the barrier, where equal
+ * static shares left the faster thread waiting (libgomp's spin 5 % of a config-B step). Which thread
+ * computes a row does not change its bits. */
+static bool claim_rows(_Atomic int64_t *claimed, int64_t base, int64_t panels, int team, int64_t *p0, int64_t *p1) {
+    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), chunk;
+    do {
+        const int64_t left = base + panels - cur;
+        if (left <= 0) return false;
+        chunk = min64(left, min64(MC_MAX / MR, left / (2 * team) > 2 ? left / (2 * team) : 2));
+    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + chunk, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *p0 = cur - base;
+    *p1 = cur - base + chunk;
+    return true;
+}
+
+/* Column mode, for few rows: the thread's columns [j0, j1) of C, NC at a time, against all m rows
+ * of op(A), packed once per k slice by each thread (m <= COL_MODE_ROWS: at most 768 KiB). */
+static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha,
+                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                           int64_t ldc, float *ap, float *bp) {
+    for (int64_t pc = 0; pc < k; pc += KC) {
+        const int64_t kc = min64(KC, k - pc);
+        pack_a(trans_a, m, kc, trans_a ? a + pc * lda : a + pc, lda, ap);
+        for (int64_t jc = j0; jc < j1; jc += NC) {
+            const int64_t nc = min64(NC, j1 - jc);
+            for (int64_t jr = 0; jr < nc; jr += NR)
+                pack_b(trans_b, kc, min64(NR, nc - jr), trans_b ? b + (jc + jr) * ldb + pc : b + pc * ldb + jc + jr,
+                       ldb, bp + jr * kc);
+            for (int64_t ir = 0; ir < m; ir += MR)
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, m - ir), (int)min64(NR, nc - jr), alpha,
+                               pc == 0 ? beta : 1, c + ir * ldc + jc + jr, ldc);
+        }
+    }
+}
+
+bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0 || k <= 0 || alpha == 0) return false; /* the caller's BLAS semantics */
+    int threads = 1;
+#ifdef QKV_WITH_OPENMP
+    threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+    const int64_t panels = (m + MR - 1) / MR; /* of A's rows */
+    const int64_t b_panels = (min64(n, NCO) + NR - 1) / NR, n_panels = (n + NR - 1) / NR;
+    const bool by_columns = m <= COL_MODE_ROWS && n_panels >= threads;
+        const int64_t per_thread = by_columns ? panels * MR * KC + NC * KC : MC_MAX * KC;
+    float *buf = buffer_get((size_t)((by_columns ? 0 : b_panels * NR * KC) + threads * per_thread));
+    if (!buf) return false;
+    _Atomic int64_t claimed = 0; /* row mode: the MR-row panels taken so far, over all slices */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        int tid = 0, team = 1;
+#ifdef QKV_WITH_OPENMP
+        tid = omp_get_thread_num();
+        team = omp_get_num_threads();
+#endif
+        if (by_columns) { /* NR-column panels of C split evenly over the threads */
+            float *ap = buf + tid * per_thread;
+            const int64_t j0 = n_panels * tid / team * NR, j1 = min64(n, n_panels * (tid + 1) / team * NR);
+            if (j0 < j1)
+                thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, ap,
+                               ap + panels * MR * KC);
+        } else { /* MR-row panels of C claimed in shrinking chunks, packed B shared */
+            float *bp = buf, *ap = buf + b_panels * NR * KC + tid * per_thread;
+            int64_t base = 0; /* `claimed` at the start of this slice */
+            for (int64_t jo = 0; jo < n; jo += NCO) {
+                const int64_t no = min64(NCO, n - jo), no_panels = (no + NR - 1) / NR;
+                for (int64_t pc = 0; pc < k; pc += KC) {
+                    const int64_t kc = min64(KC, k - pc);
+                    for (int64_t q = no_panels * tid / team; q < no_panels * (tid + 1) / team; q++) {
+                        const int64_t j = jo + q * NR;
+                        pack_b(trans_b, kc, min64(NR, n - j), trans_b ? b + j * ldb + pc : b + pc * ldb + j, ldb,
+                               bp + q * NR * kc);
+                    }
+#ifdef QKV_WITH_OPENMP
+#pragma omp barrier
+#endif
+                    for (int64_t p0, p1; claim_rows(&claimed, base, panels, team, &p0, &p1);)
+                        thread_rows(trans_a, p0, p1, m, no, kc, alpha, a, lda, pc, bp, pc == 0 ? beta : 1, c + jo,
+                                    ldc, ap);
+                    base += panels;
+#ifdef QKV_WITH_OPENMP
+#pragma omp barrier
+#endif
+                }
+            }
+        }
+    }
+    return true;
+}
+#else
+void qkv__gemm_packed_enable(bool on) { (void)on; }
+bool qkv__gemm_packed_available(void) { return false; }
+bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
+    (void)m, (void)n, (void)k;
+    return false;
+}
+bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
+        (void)beta, (void)c, (void)ldc;
+    return false;
+}
+#endif

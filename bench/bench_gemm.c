@@ -12,7 +12,7 @@
  * hypothesis, against each weight of a decoder layer and the output projection), where qkv_gemm
  * takes the small-M kernel (src/kernels/gemm_small_m.c) on AVX2 / FMA CPUs.
  *
- *   build/release/bench_gemm --decode-step [--threads N]
+ *   build/release/bench_gemm --decode-step [--threads N] [--lanes 8|16]
  *
  * A config-B greedy decoding step's products with its weights streamed from memory, as a decode
  * meets them: the 6 decoder layers' weights (self-attention in / out, cross-attention query / out,
@@ -21,17 +21,19 @@
  * (the small-M kernel at these M) and cblas_sgemm alternate, 3 warm-up passes, then the median of
  * 15 passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9").
  *
- *   build/release/bench_gemm --few-rows [--threads N]
+ *   build/release/bench_gemm --few-rows [--threads N] [--lanes 8|16]
  *
  * Where the small-M kernel pays: for weight-shaped B (config B's and S's decoder weights, GPT-2's,
  * and head-sized k = 64 products) and M = 16 .. 256 rows, the median time of 7 samples of qkv_gemm
  * with the small-M rule off (BLAS in qkv_gemm's tiles; qkv__gemm_small_m_enable) against the
  * small-M kernel itself, alternating, operands in cache; prints BLAS time / kernel time (> 1: the
  * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md, "Session 10").
+ * --lanes 8|16 makes the small-M kernel run on that many lanes instead of the CPU's default (16
+ * on Intel CPUs with AVX-512F, 8 elsewhere; 16 needs AVX-512F): the two widths on one machine.
  *
  *   build/release/bench_gemm --packed [--threads N]
  *
- * Where the packed AVX-512 GEMM pays (src/kernels/gemm_packed.c; Intel CPUs with AVX-512F): the
+ * Where the packed AVX-512 GEMM pays (src/kernels/gemm_packed.c; CPUs with AVX-512F): the
  * products of a config-B, S and GPT-2 training step (forward x W^T, backward dY W and dY^T X)
  * and smaller ones near its thresholds, qkv_gemm with the packed GEMM off (OpenBLAS in
  * qkv_gemm's tiles; qkv__gemm_packed_enable) against on, alternating, operands in cache; the
@@ -186,7 +188,7 @@ static int few_rows(void) {
 
 static int packed_table(void) {
     if (!qkv__gemm_packed_available()) {
-        fprintf(stderr, "bench_gemm: --packed: this CPU or build has no packed GEMM (Intel x86-64 with AVX-512F, "
+        fprintf(stderr, "bench_gemm: --packed: this CPU or build has no packed GEMM (x86-64 with AVX-512F, "
                         "float)\n");
         return 1;
     }
@@ -311,13 +313,19 @@ static int decode_step(void) {
 
 int main(int argc, char **argv) {
     bench_blas_kernels(argv);
-    int threads = 0;
+    int threads = 0, lanes = 0;
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
          rows_table = false, packed = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads")) {
             if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
+        } else if (!strcmp(argv[i], "--lanes")) {
+            if (!cli_int_option(ME, argc, argv, &i, 8, 16, &lanes)) return 2;
+            if (lanes != 8 && lanes != 16) {
+                fprintf(stderr, "bench_gemm: --lanes takes 8 or 16, not %d\n", lanes);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--seconds")) {
             if (!cli_real_option(ME, argc, argv, &i, 0, 3600, true, &seconds)) return 2;
         } else if (!strcmp(argv[i], "--no-blocked")) with_blocked = false;
@@ -329,8 +337,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--packed")) packed = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
-                            "       bench_gemm --decode-step [--threads N]\n"
-                            "       bench_gemm --few-rows [--threads N]\n"
+                            "       bench_gemm --decode-step [--threads N] [--lanes 8|16]\n"
+                            "       bench_gemm --few-rows [--threads N] [--lanes 8|16]\n"
                             "       bench_gemm --packed [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
@@ -341,6 +349,13 @@ int main(int argc, char **argv) {
     return 1;
 #endif
     qkv_set_num_threads(threads);
+    if (lanes) {
+        if (lanes == 16 && !__builtin_cpu_supports("avx512f")) {
+            fprintf(stderr, "bench_gemm: --lanes 16 needs a CPU with AVX-512F\n");
+            return 1;
+        }
+        qkv__gemm_small_m_lanes(lanes);
+    }
     if (want_ceiling) return ceiling(json);
     if (decode_stream) return decode_step();
     if (rows_table) return few_rows();

@@ -241,7 +241,7 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
 /* C = alpha op(A) op(B) + beta C, float, with qkv's own packed AVX-512 GEMM: each operand packed
  * once per product and shared by the threads, bits independent of the thread count
  * (src/kernels/gemm_packed.c). qkv_gemm uses it where qkv__gemm_uses_packed: BLAS float builds
- * on Intel CPUs with AVX-512F (qkv__gemm_packed_available), products of at least
+ * on CPUs with AVX-512F (qkv__gemm_packed_available), products of at least
  * QKV_PACKED_MIN_ROWS x QKV_PACKED_MIN_COLS x QKV_PACKED_MIN_DEPTH and QKV_PACKED_MIN_WORK
  * multiply-adds, the small-M kernel's products excepted. qkv__gemm_packed returns false without
  * touching C where its packing buffer cannot be allocated (or for alpha = 0, k = 0), and the

@@ -4,7 +4,7 @@
  * - qkv_gemm: the fast path. cblas_sgemm / cblas_dgemm when built with BLAS (OpenBLAS, OpenMP
  *   build, sharing our OpenMP runtime) on fixed tiles spread over OpenMP threads (see below), else
  *   the blocked fallback. Float products of a few rows take the small-M kernel
- *   (gemm_small_m.c), large ones on Intel CPUs with AVX-512F qkv's packed GEMM (gemm_packed.c).
+ *   (gemm_small_m.c), large ones on CPUs with AVX-512F qkv's packed GEMM (gemm_packed.c).
  *   Called outside any OpenMP parallel region.
  * - qkv_gemm_blocked: the portable fallback in plain C11 (Goto / BLIS loop order, a 4 x 8
  *   register-blocked micro-kernel over packed panels, tiles of C spread over OpenMP threads);

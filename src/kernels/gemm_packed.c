@@ -1,7 +1,7 @@
 /*
- * gemm_packed.c: C = alpha op(A) op(B) + beta C, float, row-major, for large products on Intel
- * CPUs with AVX-512F: qkv's own packed GEMM, each operand packed once per product and shared by
- * all threads.
+ * gemm_packed.c: C = alpha op(A) op(B) + beta C, float, row-major, for large products on CPUs
+ * with AVX-512F (Intel's, AMD's Zen 4): qkv's own packed GEMM, each operand packed once per
+ * product and shared by all threads.
  *
  * Why: qkv_gemm cannot let OpenBLAS thread a product (its split changes the bits with the thread
  * count), so it cuts C into tiles fixed by the shape and makes one single-threaded BLAS call per
@@ -21,7 +21,7 @@
  *      jc (NC = 256 columns)               KC x NC of packed B (512 KiB) stays in L2
  *       ir (MR = 12 rows)                  the A micro-panel (12 x KC, 24 KiB) stays in L1
  *        jr (NR = 32 columns)              micro-kernel: C[12 x 32] (+)= A-panel B-panel
- *    barrier (the next slice overwrites packed B)
+ *    barrier, except after the last slice (the next slice overwrites packed B)
  *
  * Column mode (up to 1024 rows): each thread takes an even share of C's columns, and per k slice
  * packs all of op(A) (at most 1024 x 512 floats, 2 MiB) and its own columns of op(B) NC at a
@@ -43,14 +43,14 @@
  * C += alpha acc (later slices), slices in increasing k: the scheme of the portable
  * qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread count
  * or which thread computes what. They differ from OpenBLAS's in the last bits; a product's bits
- * depend on its shape and on the CPU (the products that qualify here on an Intel AVX-512 CPU
+ * depend on its shape and on the CPU (the products that qualify here on an AVX-512 CPU
  * and through OpenBLAS elsewhere), never on threads.
  *
  * Memory: the packed slices live in one buffer per calling thread (row mode: packed B
  * KC x min(n, NCO) floats, 8 MiB at most, and KC x MC_MAX per OpenMP thread, 384 KiB each; column
  * mode: at most 2.5 MiB per OpenMP thread), kept between calls and freed when that thread exits,
- * so the hot loop never allocates. When it cannot be
- * allocated, qkv__gemm_packed returns false and the caller computes the product with BLAS.
+ * so the hot loop never allocates. When it cannot be allocated, qkv__gemm_packed returns false and
+ * the caller computes the product with BLAS.
  */
 #include "../core/internal.h"
 
@@ -262,12 +262,11 @@ static _Atomic bool packed_enabled = true; /* relaxed: a benchmark's switch, no 
 
 void qkv__gemm_packed_enable(bool on) { atomic_store_explicit(&packed_enabled, on, memory_order_relaxed); }
 
-/* Intel CPUs with AVX-512F, where it was measured. AMD's Zen 4 runs a 512-bit FMA as two 256-bit
- * halves, and OpenBLAS's AVX2 kernels beat its AVX-512 ones there (the issue's anchors), so
- * nothing says this kernel pays there. */
-bool qkv__gemm_packed_available(void) {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_is("intel");
-}
+/* CPUs with AVX-512F. Measured on Intel Emerald Rapids (BENCHMARKS.md, "Session 12") and AMD Zen 4
+ * (Session 13: 1.09-1.17x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
+ * FMA as two 256-bit halves: at one zmm FMA per cycle the 24 accumulators still cover its
+ * latency, and the packing saved is the same). */
+bool qkv__gemm_packed_available(void) { return __builtin_cpu_supports("avx512f"); }
 
 bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
     return m >= QKV_PACKED_MIN_ROWS && n >= QKV_PACKED_MIN_COLS && k >= QKV_PACKED_MIN_DEPTH &&
@@ -324,7 +323,7 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     const int64_t panels = (m + MR - 1) / MR; /* of A's rows */
     const int64_t b_panels = (min64(n, NCO) + NR - 1) / NR, n_panels = (n + NR - 1) / NR;
     const bool by_columns = m <= COL_MODE_ROWS && n_panels >= threads;
-        const int64_t per_thread = by_columns ? panels * MR * KC + NC * KC : MC_MAX * KC;
+    const int64_t per_thread = by_columns ? panels * MR * KC + NC * KC : MC_MAX * KC;
     float *buf = buffer_get((size_t)((by_columns ? 0 : b_panels * NR * KC) + threads * per_thread));
     if (!buf) return false;
     _Atomic int64_t claimed = 0; /* row mode: the MR-row panels taken so far, over all slices */
@@ -362,7 +361,9 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                                     ldc, ap);
                     base += panels;
 #ifdef QKV_WITH_OPENMP
+                    if (pc + KC < k || jo + NCO < n) { /* the next slice overwrites packed B */
 #pragma omp barrier
+                    }
 #endif
                 }
             }

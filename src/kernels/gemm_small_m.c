@@ -19,13 +19,13 @@
  * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
  * Row blocks of B are spread over OpenMP threads.
  *
- * On Intel CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
+ * On CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
  * accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
  * while A's rows use this one, a share of k per pass over A's rows so the requests spread over
  * the whole block instead of crowding the first pass; a full block's 24 sums reduced together,
  * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
  * memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9"), and the spread prefetches
- * with the joint reduction another 1.1x ("Session 11").
+ * with the joint reduction another 1.1x ("Session 11"); on AMD Zen 4 1.08x at M = 16 ("Session 13").
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
  * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
@@ -253,20 +253,19 @@ __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m
     }
 }
 
-/* 16 lanes on Intel CPUs with AVX-512F, where they were measured; 8 elsewhere (AMD's Zen 4 runs a
- * 512-bit FMA as two 256-bit halves, and its 32 KiB L1 does not hold a 6-row block of B at
- * k = 2048, so nothing says 16 lanes pay there). A test may ask for either width where the CPU
- * can run it (qkv__gemm_small_m_lanes). */
+/* 16 lanes on CPUs with AVX-512F, 8 elsewhere. Measured on Intel Emerald Rapids (session 9) and on
+ * AMD Zen 4 (session 13: a config-B decoding step's products at M = 16, weights streamed, 7.6 ->
+ * 7.0 ms on 2 threads, 14.3 -> 13.1 ms on one, `bench_gemm --decode-step --lanes 8|16`), although
+ * Zen 4 runs a 512-bit FMA as two 256-bit halves and its 32 KiB L1 does not hold a 6-row block of
+ * B at k = 2048. A test may ask for either width where the CPU can run it
+ * (qkv__gemm_small_m_lanes). */
 static int requested_lanes = 0;
 
 void qkv__gemm_small_m_lanes(int lanes) {
     requested_lanes = lanes == 8 || lanes == 16 ? lanes : 0;
 }
 
-static bool wide_lanes(void) {
-    if (!__builtin_cpu_supports("avx512f") || requested_lanes == 8) return false;
-    return requested_lanes == 16 || __builtin_cpu_is("intel");
-}
+static bool wide_lanes(void) { return __builtin_cpu_supports("avx512f") && requested_lanes != 8; }
 
 bool qkv__gemm_small_m_available(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -1,13 +1,14 @@
 /*
  * test_gemm_packed.c: qkv's packed AVX-512 GEMM (src/kernels/gemm_packed.c), which qkv_gemm takes
- * for large float products on Intel CPUs with AVX-512F.
+ * for large float products on CPUs with AVX-512F.
  *
  * - Exactness: with small integer operands every product and partial sum is exact, so the
  *   result must equal the naive reference bit for bit: all four transpose combinations, edges
  *   of the 12 x 32 micro-tile (m, n not multiples of 12 or 32), k tails of the 16-wide packing
  *   transposes, two and three k slices of 512, alpha and beta (0, 1, other), leading dimensions
  *   padded with NaN (a read outside the operand would show) and a sentinel in C's padding (a
- *   write outside C would show); both of the thread split's modes (rows: m > 1024; columns).
+ *   write outside C would show); both of the thread split's modes (rows: m > 1024; columns);
+ *   row mode with three k slices, where the third reuses the first one's buffer of packed B.
  * - BLAS semantics: beta = 0 ignores NaN in C; alpha = 0 and k = 0 are left to the caller.
  * - Rounding, bit for bit: on random floats the result equals a scalar emulation of the
  *   documented order (per k slice of 512 an FMA chain from zero in order of k, then
@@ -16,7 +17,7 @@
  * - The routing rule (qkv__gemm_uses_packed) on its boundaries, and qkv_gemm takes it.
  * - The packing buffer of a thread that exits is freed (the leak checker of the sanitizer build
  *   would report it).
- * Skipped where the kernel does not run (double build, not x86-64 Linux, no AVX-512F, not Intel).
+ * Skipped where the kernel does not run (double build, not x86-64 Linux, no AVX-512F).
  */
 #include "testutil.h"
 
@@ -26,9 +27,9 @@
 #include "../../src/core/internal.h"
 
 #ifndef QKV_DOUBLE
-#define NEED_KERNEL()                                                                                        \
-    do {                                                                                                     \
-        if (!qkv__gemm_packed_available()) SKIP("the packed GEMM needs an Intel x86-64 CPU with AVX-512F"); \
+#define NEED_KERNEL()                                                                                 \
+    do {                                                                                              \
+        if (!qkv__gemm_packed_available()) SKIP("the packed GEMM needs an x86-64 CPU with AVX-512F"); \
     } while (0)
 #else
 #define NEED_KERNEL() SKIP("the packed GEMM is a float kernel")
@@ -111,6 +112,7 @@ TEST(gemm_packed_exact_on_every_edge_path) {
     for (int t = 0; t < 4; t++) {
         exact_case(t & 1, t & 2, 1037, 20, 530, 1, 0, 1);
         exact_case(t & 1, t & 2, 1200, 40, 20, -2, 1, 0);
+        exact_case(t & 1, t & 2, 1030, 45, 1100, 0.5f, -0.5f, 0); /* three slices, two buffers */
     }
     /* more columns than one pass of packed B (4096): two passes */
     exact_case(false, true, 1030, 4100, 3, 0.5f, -0.5f, 2);
@@ -138,9 +140,10 @@ TEST(gemm_packed_beta_zero_ignores_nan_and_leaves_degenerate_calls) {
 TEST(gemm_packed_bits_follow_the_documented_order_for_any_thread_count) {
     NEED_KERNEL();
 #ifndef QKV_DOUBLE
-    /* (m, n, k): column mode with 3 slices; row mode (m > 1024) with 2; two passes of packed B
-     * (n > 4096) in column mode; ragged edges everywhere */
-    const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {40, 4200, 21}};
+    /* (m, n, k): column mode with 3 slices; row mode (m > 1024) with 2 and with 3 (the packed B
+     * buffers alternate); two passes of packed B (n > 4096) in column mode; ragged edges
+     * everywhere */
+    const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
     const int saved = qkv_get_num_threads();
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int t = 0; t < 4; t++) {

@@ -226,8 +226,8 @@ bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixel
  * the rule never held; true (the default) restores it. Not thread-safe; not for library code. */
 void qkv__gemm_small_m_enable(bool on);
 bool qkv__gemm_small_m_available(void);
-/* For the tests: the small-M kernel on 8 lanes (AVX2) or 16 (AVX-512F, where the CPU has it),
- * whatever the CPU's vendor, or back to the default choice (0). */
+/* For the tests and bench_gemm --lanes: the small-M kernel on 8 lanes (AVX2) or 16 (AVX-512F, where
+ * the CPU has it), or back to the default choice (0: 16 where the CPU has AVX-512F). */
 void qkv__gemm_small_m_lanes(int lanes);
 /* qkv_blas_kernel_advice's rule on its inputs (blas_kernel.c; exposed for its test): OpenBLAS's
  * core name, OPENBLAS_CORETYPE (NULL when unset), whether OpenBLAS was built with DYNAMIC_ARCH,

@@ -31,7 +31,9 @@ enum { COPY_PARALLEL_MIN = 1 << 16 };
  * with the dims of more than one element ordered by |stride|, each stride exceeds the farthest
  * offset the smaller ones reach. Every view qkv makes (permute, narrow, reshape) passes; a
  * caller-built header that overlaps itself (a zero stride, or shape (2, 2) with strides (1, 1))
- * does not, and its backward then adds serially, in element order. */
+ * does not, and its backward then adds serially, in element order. Only the OpenMP build splits
+ * that loop, so only it needs the test. */
+#ifdef QKV_WITH_OPENMP
 static bool one_to_one(const int64_t sh[4], const int64_t st[4]) {
     int64_t size[4], stride[4];
     int n = 0;
@@ -53,6 +55,7 @@ static bool one_to_one(const int64_t sh[4], const int64_t st[4]) {
     }
     return true;
 }
+#endif
 
 static void contiguous_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0];

@@ -29,7 +29,7 @@
  * small-M kernel itself, alternating, operands in cache; prints BLAS time / kernel time (> 1: the
  * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md, "Session 10").
  * --lanes 8|16 makes the small-M kernel run on that many lanes instead of the CPU's default (16
- * on Intel CPUs with AVX-512F, 8 elsewhere; 16 needs AVX-512F): the two widths on one machine.
+ * on CPUs with AVX-512F, 8 elsewhere): the two widths on one machine (BENCHMARKS.md, "Session 13").
  *
  *   build/release/bench_gemm --packed [--threads N]
  *

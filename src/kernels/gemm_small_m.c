@@ -25,7 +25,8 @@
  * the whole block instead of crowding the first pass; a full block's 24 sums reduced together,
  * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
  * memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9"), and the spread prefetches
- * with the joint reduction another 1.1x ("Session 11"); on AMD Zen 4 1.08x at M = 16 ("Session 13").
+ * with the joint reduction another 1.1x ("Session 11"); on AMD Zen 4, 1.08x at M = 16
+ * ("Session 13").
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
  * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets

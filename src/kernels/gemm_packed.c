@@ -263,9 +263,9 @@ static _Atomic bool packed_enabled = true; /* relaxed: a benchmark's switch, no 
 void qkv__gemm_packed_enable(bool on) { atomic_store_explicit(&packed_enabled, on, memory_order_relaxed); }
 
 /* CPUs with AVX-512F. Measured on Intel Emerald Rapids (BENCHMARKS.md, "Session 12") and AMD Zen 4
- * (Session 13: 1.09-1.17x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
- * FMA as two 256-bit halves: at one zmm FMA per cycle the 24 accumulators still cover its
- * latency, and the packing saved is the same). */
+ * (Session 13: 1.09-1.16x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
+ * FMA as two 256-bit halves: one zmm FMA per cycle is the arithmetic of two ymm ones, and the
+ * packing saved does not depend on the width). */
 bool qkv__gemm_packed_available(void) { return __builtin_cpu_supports("avx512f"); }
 
 bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {

@@ -78,6 +78,12 @@ enum {
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
+/* The mask of a 16-lane vector's first n lanes (none for n <= 0, all for n >= 16): for a run of
+ * n columns, first_lanes(n) covers its first vector and first_lanes(n - 16) its second. */
+static inline __mmask16 first_lanes(int64_t n) {
+    return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+}
+
 /* The micro-kernel: acc = sum over p < kc of ap[p][0..12) (outer) bp[p][0..32), in order of p,
  * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc). */
 AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float *restrict bp, int mr, int nr,
@@ -102,8 +108,7 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
         }
     }
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
-                    m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    const __mmask16 m0 = first_lanes(nr), m1 = first_lanes(nr - 16);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
@@ -128,7 +133,7 @@ AVX512 static void pack_transposed(int rows, int64_t kc, const float *src, int64
                                    int64_t ds, __mmask16 keep) {
     for (int64_t p = 0; p < kc; p += 16) {
         const int64_t rem = min64(16, kc - p);
-        const __mmask16 km = rem == 16 ? 0xffff : (__mmask16)((1u << rem) - 1);
+        const __mmask16 km = first_lanes(rem);
         __m512 r[16], t[16], o[16];
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + i * ld + p) : _mm512_setzero_ps();
@@ -168,10 +173,8 @@ AVX512 static void pack_transposed(int rows, int64_t kc, const float *src, int64
 AVX512 static void pack_straight(int64_t cols, int width, int64_t kc, const float *src, int64_t ld,
                                  float *restrict dst) {
     const int64_t panels = (cols + width - 1) / width, last = cols - (panels - 1) * width;
-    const __mmask16 w0 = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1),
-                    w1 = width >= 32 ? 0xffff : width <= 16 ? 0 : (__mmask16)((1u << (width - 16)) - 1),
-                    l0 = last >= 16 ? 0xffff : (__mmask16)((1u << last) - 1),
-                    l1 = last >= 32 ? 0xffff : last <= 16 ? 0 : (__mmask16)((1u << (last - 16)) - 1);
+    const __mmask16 w0 = first_lanes(width), w1 = first_lanes(width - 16), l0 = first_lanes(last),
+                    l1 = first_lanes(last - 16);
     for (int64_t p = 0; p < kc; p++) {
         const float *row = src + p * ld;
         float *d = dst + p * width;
@@ -192,7 +195,7 @@ static void pack_a(bool trans, int64_t mc, int64_t kc, const float *a, int64_t l
         return;
     }
     for (int64_t ir = 0; ir < mc; ir += MR, ap += MR * kc)
-        pack_transposed((int)min64(MR, mc - ir), kc, a + ir * lda, lda, ap, MR, (__mmask16)((1u << MR) - 1));
+        pack_transposed((int)min64(MR, mc - ir), kc, a + ir * lda, lda, ap, MR, first_lanes(MR));
 }
 
 /* NR-column micro-panels of op(B)[0..kc)[0..nc): bp[j / NR][p][j % NR], columns nc.. of the last

@@ -8,7 +8,7 @@
  *   transposes, two and three k slices of 512, alpha and beta (0, 1, other), leading dimensions
  *   padded with NaN (a read outside the operand would show) and a sentinel in C's padding (a
  *   write outside C would show); both of the thread split's modes (rows: m > 1024; columns);
- *   row mode with three k slices, where the third reuses the first one's buffer of packed B.
+ *   row mode with three k slices, each overwriting the shared packed B of the one before.
  * - BLAS semantics: beta = 0 ignores NaN in C; alpha = 0 and k = 0 are left to the caller.
  * - Rounding, bit for bit: on random floats the result equals a scalar emulation of the
  *   documented order (per k slice of 512 an FMA chain from zero in order of k, then
@@ -112,7 +112,7 @@ TEST(gemm_packed_exact_on_every_edge_path) {
     for (int t = 0; t < 4; t++) {
         exact_case(t & 1, t & 2, 1037, 20, 530, 1, 0, 1);
         exact_case(t & 1, t & 2, 1200, 40, 20, -2, 1, 0);
-        exact_case(t & 1, t & 2, 1030, 45, 1100, 0.5f, -0.5f, 0); /* three slices, two buffers */
+        exact_case(t & 1, t & 2, 1030, 45, 1100, 0.5f, -0.5f, 0); /* three slices */
     }
     /* more columns than one pass of packed B (4096): two passes */
     exact_case(false, true, 1030, 4100, 3, 0.5f, -0.5f, 2);
@@ -140,9 +140,9 @@ TEST(gemm_packed_beta_zero_ignores_nan_and_leaves_degenerate_calls) {
 TEST(gemm_packed_bits_follow_the_documented_order_for_any_thread_count) {
     NEED_KERNEL();
 #ifndef QKV_DOUBLE
-    /* (m, n, k): column mode with 3 slices; row mode (m > 1024) with 2 and with 3 (the packed B
-     * buffers alternate); two passes of packed B (n > 4096) in column mode; ragged edges
-     * everywhere */
+    /* (m, n, k): column mode with 3 slices; row mode (m > 1024) with 2 and with 3 (the shared
+     * packed B overwritten twice); two passes of packed B (n > 4096) in column mode; ragged
+     * edges everywhere */
     const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
     const int saved = qkv_get_num_threads();
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)

@@ -3,9 +3,16 @@
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 #   scripts/setup.sh            build dependencies
 #   scripts/setup.sh --torch    also python3-torch + numpy (only to regenerate test fixtures)
+#   scripts/setup.sh --profile  also perf and valgrind (bench/profile.sh)
 set -eu
 want=(build-essential cmake libopenblas-openmp-dev clang libomp-dev)
-if [ "${1:-}" = "--torch" ]; then want+=(python3-torch python3-numpy); fi
+for opt in "$@"; do
+    case "$opt" in
+    --torch) want+=(python3-torch python3-numpy) ;;
+    --profile) want+=(linux-perf valgrind) ;;
+    *) echo "setup: unknown option '$opt' (--torch, --profile)" >&2; exit 2 ;;
+    esac
+done
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

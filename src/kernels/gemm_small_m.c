@@ -26,7 +26,8 @@
  * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
  * memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9"), and the spread prefetches
  * with the joint reduction another 1.1x ("Session 11"); on AMD Zen 4, 1.08x at M = 16
- * ("Session 13").
+ * ("Session 13"). Both widths also prefetch a B of at least STREAM_BYTES into L2 further ahead
+ * (FAR_ROWS, "Session 15").
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
  * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
@@ -52,6 +53,17 @@
 
 enum { NB = 3, MB = 4 };
 
+/* A B of at least STREAM_BYTES (an L2 of the CPUs measured, which a decoding step's other
+ * weights evict between two uses) comes from the L3 or memory: its blocks are also prefetched
+ * FAR_ROWS rows ahead into L2 (_MM_HINT_T1), on top of the next block towards L1, so the L1
+ * prefetches find their lines in the L2 instead of waiting on memory with a few misses in
+ * flight. Measured on AMD Zen 4 (BENCHMARKS.md, "Session 15"): a config-B step's products
+ * streamed at M = 1 1.26x, M = 16 1.16x on one thread; 12 rows ahead was the best of 12, 18, 24,
+ * 36, 60. Below STREAM_BYTES the extra prefetches would cost instructions for lines that are
+ * likely in L2 already (M = 1 against a 768 x 256 B in L2: 0.82x). Prefetches change no result. */
+enum { FAR_ROWS = 12 };
+#define STREAM_BYTES ((int64_t)1 << 20)
+
 /* The sum of the 8 lanes, in a fixed order: (0+4, 1+5, 2+6, 3+7), then pairs, then the two. */
 __attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -61,11 +73,12 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m
 }
 
 /* One (mb x NB) block of C; b[0 .. NB) are rows of B (a repeated row stands in for a missing
- * one at the end of B, its results discarded by the caller through nb). mb is a constant at
+ * one at the end of B, its results discarded by the caller through nb), next the rows to prefetch
+ * towards L1 and far (unless NULL) the rows to prefetch into L2 (STREAM_BYTES). mb is a constant at
  * each call site, so the loops unroll into straight register code. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB],
-    const float *const next[NB], float beta, float *c, int64_t ldc, __m256i tail_mask) {
+    const float *const next[NB], const float *const *far, float beta, float *c, int64_t ldc, __m256i tail_mask) {
     __m256 acc[MB][NB]; /* in registers: every loop over i and j below is unrolled */
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -78,6 +91,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
         for (int j = 0; j < NB; j++) {
             bv[j] = _mm256_loadu_ps(b[j] + p);
             _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0); /* the next block's rows */
+            if (far) _mm_prefetch((const char *)(far[j] + p), _MM_HINT_T1);
         }
 #pragma GCC unroll 4
         for (int i = 0; i < mb; i++) {
@@ -110,23 +124,25 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
 __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t k,
                                                             float alpha, const float *a, int64_t lda,
                                                             const float *b, int64_t ldb, float beta, float *c,
-                                                            int64_t ldc) {
+                                                            int64_t ldc, bool stream) {
     int32_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = l < (k & 7) ? -1 : 0;
     const __m256i tail_mask = _mm256_loadu_si256((const __m256i *)lanes);
     for (int64_t j = j0; j < j1; j += NB) {
         const int nb = j1 - j < NB ? (int)(j1 - j) : NB; /* never past this chunk's columns */
-        const float *rows[NB], *next[NB];
+        const float *rows[NB], *next[NB], *far_rows[NB];
         for (int t = 0; t < NB; t++) {
             rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
             next[t] = j + NB + t < j1 ? rows[t] + NB * ldb : rows[t];
+            far_rows[t] = j + FAR_ROWS + t < j1 ? rows[t] + FAR_ROWS * ldb : rows[t];
         }
+        const float *const *far = stream ? far_rows : NULL;
         int64_t i = 0;
-        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask);
+        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask);
         switch (m - i) {
-        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
-        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
-        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
         default: break;
         }
     }
@@ -178,11 +194,12 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void re
 #undef ACC
 
 /* One (mb x NB_WIDE) block of C, as block_mxn on 16 lanes. next are rows of B to prefetch, one
- * cache line per step of k in [pf_lo, pf_hi). The empty asm statements keep each loaded vector in a
+ * cache line per step of k in [pf_lo, pf_hi), and far (unless NULL) rows to prefetch into L2 with
+ * them. The empty asm statements keep each loaded vector in a
  * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
 __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void block_wide(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
-    const float *const *next, int64_t pf_lo, int64_t pf_hi, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
+    const float *const *next, const float *const *far, int64_t pf_lo, int64_t pf_hi, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
     __m512 acc[MB_WIDE][NB_WIDE];
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -195,7 +212,10 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
         for (int j = 0; j < NB_WIDE; j++) {
             bv[j] = _mm512_loadu_ps(b[j] + p);
             __asm__("" : "+v"(bv[j]));
-            if (p >= pf_lo && p < pf_hi) _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0);
+            if (p >= pf_lo && p < pf_hi) {
+                _mm_prefetch((const char *)(next[j] + p), _MM_HINT_T0);
+                if (far) _mm_prefetch((const char *)(far[j] + p), _MM_HINT_T1);
+            }
         }
 #pragma GCC unroll 4
         for (int i = 0; i < mb; i++) {
@@ -233,23 +253,25 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
 __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
                                                                float alpha, const float *a, int64_t lda,
                                                                const float *b, int64_t ldb, float beta, float *c,
-                                                               int64_t ldc) {
+                                                               int64_t ldc, bool stream) {
     const __mmask16 tail_mask = (__mmask16)((1u << (k & 15)) - 1);
     for (int64_t j = j0; j < j1; j += NB_WIDE) {
         const int nb = j1 - j < NB_WIDE ? (int)(j1 - j) : NB_WIDE;
-        const float *rows[NB_WIDE], *next[NB_WIDE];
+        const float *rows[NB_WIDE], *next[NB_WIDE], *far_rows[NB_WIDE];
         for (int t = 0; t < NB_WIDE; t++) {
             rows[t] = b + (j + (t < nb ? t : 0)) * ldb;
             next[t] = j + NB_WIDE + t < j1 ? rows[t] + NB_WIDE * ldb : rows[t];
+            far_rows[t] = j + FAR_ROWS + t < j1 ? rows[t] + FAR_ROWS * ldb : rows[t];
         }
+        const float *const *far = stream ? far_rows : NULL;
         /* pass q of the P passes over A's rows prefetches k in [q span, (q + 1) span) */
         const int64_t passes = m / MB_WIDE + m % MB_WIDE, span = ((k + passes - 1) / passes + 15) & ~(int64_t)15;
         int64_t i = 0, q = 0;
         for (; i + MB_WIDE <= m; i += MB_WIDE, q++)
-            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, q * span, (q + 1) * span, beta,
+            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
                        c + i * ldc + j, ldc, tail_mask);
         for (; i < m; i++, q++)
-            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, q * span, (q + 1) * span, beta, c + i * ldc + j,
+            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta, c + i * ldc + j,
                        ldc, tail_mask);
     }
 }
@@ -299,14 +321,15 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
     const int64_t blocks = (n + BLOCK - 1) / BLOCK,
                   chunk = (blocks + chunks - 1) / chunks * BLOCK; /* rows per chunk */
     const bool wide = wide_lanes();
+    const bool stream = n * k * (int64_t)sizeof(float) >= STREAM_BYTES;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (parallel)
 #endif
     for (int64_t t = 0; t < chunks; t++) {
         const int64_t j0 = t * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
         if (j0 >= n) continue;
-        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
     }
 }
 #else

@@ -101,7 +101,8 @@ TEST(gemm_small_m_exact_on_every_edge_path) {
                 for (size_t l = 0; l < sizeof ks / sizeof *ks; l++)
                     for (int s = 0; s < 3; s++) exact_case(ms[i], ns[j], ks[l], ab[s][0], ab[s][1], (i + j + l) % 3);
         /* over the threads with fewer blocks of B's rows than chunks (a chunk with no rows) and
-         * with chunks of unequal length; exact: |sums| <= 9 k < 2^24 */
+         * with chunks of unequal length, the last B of at least STREAM_BYTES (its rows also
+         * prefetched FAR_ROWS ahead into L2); exact: |sums| <= 9 k < 2^24 */
         const int64_t par[][3] = {{16, 1, 20000}, {16, 7, 4099}, {16, 301, 515}, {3, 1000, 517}};
         const int saved = qkv_get_num_threads();
         qkv_set_num_threads(4); /* 4 chunks at least, so n = 1 and 7 leave some without rows */

@@ -19,7 +19,8 @@
  * wait on the adder's latency; four keys, or eight blocks of 8 dimensions, give as many
  * independent chains. Keys are prefetched PREFETCH_KEYS ahead while scoring, and each key's
  * value vector as its score is computed, so the weighted sum finds them in cache: a step reads
- * the keys of rows written many products ago (BENCHMARKS.md, "Session 11").
+ * the keys of rows written many products ago (BENCHMARKS.md, "Session 11"); and the next task's
+ * keys and values into L2 meanwhile ("Session 15").
  *
  * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
@@ -139,6 +140,10 @@ void qkv__attend_cached_vector(bool on) { (void)on; }
 static inline void prefetch_vector(const qkv_real *x, int64_t D) {
     for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(qkv_real)) __builtin_prefetch(x + d);
 }
+/* The same towards L2 only (the next task's keys and values, attend_one). */
+static inline void prefetch_vector_l2(const qkv_real *x, int64_t D) {
+    for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(qkv_real)) __builtin_prefetch(x + d, 0, 2);
+}
 
 /* off[j] = where key j of row n starts, relative to head h's base: from key_rows, kv_rows or the
  * row itself. */
@@ -154,9 +159,13 @@ static void key_offsets(const qkv_attend_cached_problem *p, int64_t n, int64_t *
 }
 
 /* The task of row n, head h; s holds S reals (the scores, then the probabilities), off the S key
- * offsets of row n (key_offsets). */
+ * offsets of row n (key_offsets). Unless next_k is NULL, the keys next_k + next_off[j] and values
+ * next_v + next_off[j] of this thread's next task are prefetched into L2 while the keys j are
+ * scored four at a time, so that task finds them there instead of starting a new stream from
+ * memory (config-B greedy decoding's steps ~3-6 % faster, BENCHMARKS.md "Session 15"). */
 static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
-                       qkv_real *restrict s, const int64_t *restrict off, bool vec) {
+                       qkv_real *restrict s, const int64_t *restrict off, bool vec,
+                       const qkv_real *next_k, const qkv_real *next_v, const int64_t *next_off) {
     const int64_t S = p->S, D = p->D;
     const qkv_real scale = (qkv_real)p->scale;
     const qkv_real *q = p->q + n * p->q_sn + h * p->q_sh;
@@ -171,6 +180,10 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
         if (vec && j + 4 <= S && !(pad && (pad[j] | pad[j + 1] | pad[j + 2] | pad[j + 3]))) {
             const float *keys[4]; /* four keys at a time where none of them is padded */
             for (int i = 0; i < 4; i++) {
+                if (next_k) {
+                    prefetch_vector_l2(next_k + next_off[j + i], D);
+                    prefetch_vector_l2(next_v + next_off[j + i], D);
+                }
                 if (j + i + PREFETCH_KEYS < S) prefetch_vector(k + off[j + i + PREFETCH_KEYS], D);
                 prefetch_vector(v + off[j + i], D);
                 keys[i] = k + off[j + i];
@@ -271,8 +284,16 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
                 block = t / p->H;
                 for (int64_t n = n0; n < n1; n++) key_offsets(p, n, off + (n - n0) * p->S);
             }
-            for (int64_t n = n0; n < n1; n++)
-                attend_one(p, n, t % p->H, (qkv_real *)mine, off + (n - n0) * p->S, vec);
+            const int64_t h = t % p->H;
+            for (int64_t n = n0; n < n1; n++) {
+                /* the next (row, head) of this thread: the next row, or the block's first under
+                 * the next head */
+                const bool pf = n + 1 < n1 || h + 1 < p->H;
+                const int64_t nh = n + 1 < n1 ? h : h + 1, nn = n + 1 < n1 ? n + 1 : n0;
+                attend_one(p, n, h, (qkv_real *)mine, off + (n - n0) * p->S, vec,
+                           pf ? p->k + nh * p->kv_sh : NULL, pf ? p->v + nh * p->kv_sh : NULL,
+                           off + (nn - n0) * p->S);
+            }
         }
     }
     return true;

@@ -58,8 +58,8 @@ enum { NB = 3, MB = 4 };
  * FAR_ROWS rows ahead into L2 (_MM_HINT_T1), on top of the next block towards L1, so the L1
  * prefetches find their lines in the L2 instead of waiting on memory with a few misses in
  * flight. Measured on AMD Zen 4 (BENCHMARKS.md, "Session 15"): a config-B step's products
- * streamed at M = 1 1.26x, M = 16 1.16x on one thread; 12 rows ahead was the best of 12, 18, 24,
- * 36, 60. Below STREAM_BYTES the extra prefetches would cost instructions for lines that are
+ * streamed at M = 1 1.26x, M = 16 1.16x on one thread, M = 16 1.11-1.18x on two; 12 rows ahead
+ * was the best of 12, 18, 24, 36, 60. Below STREAM_BYTES the extra prefetches would cost instructions for lines that are
  * likely in L2 already (M = 1 against a 768 x 256 B in L2: 0.82x). Prefetches change no result. */
 enum { FAR_ROWS = 12 };
 #define STREAM_BYTES ((int64_t)1 << 20)

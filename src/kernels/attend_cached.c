@@ -216,11 +216,13 @@ static void attend_one(const qkv_attend_cached_problem *p, int64_t n, int64_t h,
             o[d] = 0;
         return;
     }
+    /* the exponentials in blocks the compiler vectorises (qkv__exp_r is branch-free and takes a
+     * masked score, -inf - mx = -inf, to +0), then their sum in order: the same values and the
+     * same sum as one loop doing both */
+    QKV_LANE_LOOP(i, S, s[i] = qkv__exp_r(s[i] - mx););
     qkv_real l = 0;
-    for (j = 0; j < S; j++) {
-        s[j] = s[j] == (qkv_real)-INFINITY ? 0 : qkv__exp_r(s[j] - mx);
+    for (j = 0; j < S; j++)
         l += s[j];
-    }
     const qkv_real inv = 1 / l;
 #ifdef ATTEND_AVX2
     if (vec) {

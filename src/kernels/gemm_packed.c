@@ -85,9 +85,11 @@ static inline __mmask16 first_lanes(int64_t n) {
 }
 
 /* The micro-kernel: acc = sum over p < kc of ap[p][0..12) (outer) bp[p][0..32), in order of p,
- * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc). */
+ * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc), or,
+ * with a bias (the first slice of qkv__gemm_packed_bias), bias + alpha acc: the operation beta = 1
+ * does on rows of C that hold the bias, without C being written first and read here. */
 AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float *restrict bp, int mr, int nr,
-                              float alpha, float beta, float *c, int64_t ldc) {
+                              float alpha, float beta, const float *bias, float *c, int64_t ldc) {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -109,12 +111,16 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
     }
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 m0 = first_lanes(nr), m1 = first_lanes(nr - 16);
+    const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : vb, bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : vb;
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
         float *ci = c + i * ldc;
         __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
-        if (beta == 1) {
+        if (bias) {
+            r0 = _mm512_add_ps(bias0, r0);
+            r1 = _mm512_add_ps(bias1, r1);
+        } else if (beta == 1) {
             r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
             r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
         } else if (beta != 0) {
@@ -246,8 +252,8 @@ static float *buffer_get(size_t floats) {
 /* One thread's share of a slice: micro-panels [p0, p1) of A's rows (MR rows each), MC_MAX rows of
  * A packed at a time, against the packed slice of B (no columns, panels of NR). */
 static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t no, int64_t kc, float alpha,
-                        const float *a, int64_t lda, int64_t pc, const float *bp, float beta, float *c, int64_t ldc,
-                        float *ap) {
+                        const float *a, int64_t lda, int64_t pc, const float *bp, float beta, const float *bias,
+                        float *c, int64_t ldc, float *ap) {
     for (int64_t q = p0; q < p1; q += MC_MAX / MR) {
         const int64_t ic = q * MR, mc = min64(min64(MC_MAX, (p1 - q) * MR), m - ic);
         pack_a(trans_a, mc, kc, trans_a ? a + pc * lda + ic : a + ic * lda + pc, lda, ap);
@@ -256,7 +262,7 @@ static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t
             for (int64_t ir = 0; ir < mc; ir += MR)
                 for (int64_t jr = jc; jr < j1; jr += NR)
                     micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, mc - ir), (int)min64(NR, no - jr),
-                               alpha, beta, c + (ic + ir) * ldc + jr, ldc);
+                               alpha, beta, bias ? bias + jr : NULL, c + (ic + ir) * ldc + jr, ldc);
         }
     }
 }
@@ -300,8 +306,8 @@ static bool claim_rows(_Atomic int64_t *claimed, int64_t base, int64_t panels, i
 /* Column mode, for few rows: the thread's columns [j0, j1) of C, NC at a time, against all m rows
  * of op(A), packed once per k slice by each thread (m <= COL_MODE_ROWS: at most 768 KiB). */
 static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha,
-                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                           int64_t ldc, float *ap, float *bp) {
+                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta, const float *bias,
+                           float *c, int64_t ldc, float *ap, float *bp) {
     for (int64_t pc = 0; pc < k; pc += KC) {
         const int64_t kc = min64(KC, k - pc);
         pack_a(trans_a, m, kc, trans_a ? a + pc * lda : a + pc, lda, ap);
@@ -311,13 +317,15 @@ static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, in
             for (int64_t ir = 0; ir < m; ir += MR)
                 for (int64_t jr = 0; jr < nc; jr += NR)
                     micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, m - ir), (int)min64(NR, nc - jr), alpha,
-                               pc == 0 ? beta : 1, c + ir * ldc + jc + jr, ldc);
+                               pc == 0 ? beta : 1, pc == 0 && bias ? bias + jc + jr : NULL, c + ir * ldc + jc + jr,
+                               ldc);
         }
     }
 }
 
-bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+/* qkv__gemm_packed, and qkv__gemm_packed_bias with beta = 0 and a bias (else NULL). */
+static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, const float *bias, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0 || k <= 0 || alpha == 0) return false; /* the caller's BLAS semantics */
     int threads = 1;
 #ifdef QKV_WITH_OPENMP
@@ -343,7 +351,7 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
             float *ap = buf + tid * per_thread;
             const int64_t j0 = n_panels * tid / team * NR, j1 = min64(n, n_panels * (tid + 1) / team * NR);
             if (j0 < j1)
-                thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, ap,
+                thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, ap,
                                ap + panels * MR * KC);
         } else { /* MR-row panels of C claimed in shrinking chunks, packed B shared */
             float *bp = buf, *ap = buf + b_panels * NR * KC + tid * per_thread;
@@ -360,8 +368,8 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 #pragma omp barrier
 #endif
                     for (int64_t p0, p1; claim_rows(&claimed, base, panels, team, &p0, &p1);)
-                        thread_rows(trans_a, p0, p1, m, no, kc, alpha, a, lda, pc, bp, pc == 0 ? beta : 1, c + jo,
-                                    ldc, ap);
+                        thread_rows(trans_a, p0, p1, m, no, kc, alpha, a, lda, pc, bp, pc == 0 ? beta : 1,
+                                    pc == 0 && bias ? bias + jo : NULL, c + jo, ldc, ap);
                     base += panels;
 #ifdef QKV_WITH_OPENMP
                     if (pc + KC < k || jo + NCO < n) { /* the next slice overwrites packed B */
@@ -374,6 +382,16 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     }
     return true;
 }
+
+bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc);
+}
 #else
 void qkv__gemm_packed_enable(bool on) { (void)on; }
 bool qkv__gemm_packed_available(void) { return false; }
@@ -385,6 +403,12 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
         (void)beta, (void)c, (void)ldc;
+    return false;
+}
+bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
+        (void)bias, (void)c, (void)ldc;
     return false;
 }
 #endif

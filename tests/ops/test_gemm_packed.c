@@ -14,6 +14,9 @@
  *   documented order (per k slice of 512 an FMA chain from zero in order of k, then
  *   C = beta C + alpha acc for the first slice and C + alpha acc for the next), for 1, 2 and 3
  *   threads and both split modes.
+ * - The bias in the epilogue (qkv__gemm_packed_bias, qkv_linear's y = x W^T + b): bit for bit
+ *   the result of the bias copied into C's rows and the product added with beta = 1, in both
+ *   modes, with several slices, at 1-3 threads; qkv_linear takes it.
  * - The routing rule (qkv__gemm_uses_packed) on its boundaries, and qkv_gemm takes it.
  * - The packing buffer of a thread that exits is freed (the leak checker of the sanitizer build
  *   would report it).
@@ -173,6 +176,78 @@ TEST(gemm_packed_bits_follow_the_documented_order_for_any_thread_count) {
             free(a), free(b), free(want), free(got), free(c0);
         }
     qkv_set_num_threads(saved);
+#endif
+}
+
+TEST(gemm_packed_bias_has_the_bits_of_bias_rows_then_beta_one) {
+    NEED_KERNEL();
+#ifndef QKV_DOUBLE
+    /* the shapes of the test above: column mode with 3 slices (the bias in the first only), row
+     * mode with 2 and 3, two passes of packed B (n > 4096); A (m, k) times B (n, k)^T as
+     * qkv_linear multiplies, and N N */
+    const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
+    const int saved = qkv_get_num_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int tb = 0; tb < 2; tb++) {
+            const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], ldb = tb ? k : n;
+            float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
+            float *bias = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(m * n));
+            float *got = malloc(sizeof(float) * (size_t)(m * n));
+            tu_fill_uniform(a, m * k, -1, 1, 61 + s);
+            tu_fill_uniform(b, n * k, -1, 1, 62 + s);
+            tu_fill_uniform(bias, n, -2, 2, 63 + s);
+            for (int threads = 1; threads <= 3; threads++) {
+                qkv_set_num_threads(threads);
+                for (int64_t i = 0; i < m; i++) memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
+                const bool ran_want = qkv__gemm_packed(false, tb, m, n, k, 0.75f, a, k, b, ldb, 1, want, n);
+                for (int64_t i = 0; i < m * n; i++) got[i] = NAN; /* not read: beta 0 */
+                const bool ran = qkv__gemm_packed_bias(false, tb, m, n, k, 0.75f, a, k, b, ldb, bias, got, n);
+                CHECK_MSG(ran && ran_want && memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
+                          "packed with bias N%c %lldx%lldx%lld, %d thread(s): not the bits of bias rows + beta 1",
+                          tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, threads);
+            }
+            free(a), free(b), free(bias), free(want), free(got);
+        }
+    qkv_set_num_threads(saved);
+#endif
+}
+
+TEST(linear_with_bias_has_the_bits_of_bias_rows_then_gemm) {
+    NEED_KERNEL();
+    if (strstr(qkv_version(), "blas=off")) SKIP("without BLAS qkv_gemm is the blocked GEMM");
+#ifndef QKV_DOUBLE
+    /* qkv_linear's y = x W^T + b against the two steps it replaces: bias rows, qkv_gemm beta 1 */
+    const int64_t N = 300, I = 600, O = 260; /* packed, columns mode, 2 slices */
+    CHECK(qkv__gemm_uses_packed(N, O, I));
+    qkv_ctx *ctx = tu_ctx();
+    if (ctx->kernels == QKV_KERNELS_REF) {
+        qkv_ctx_free(ctx);
+        SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
+    }
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){N, I});
+    qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){O, I});
+    qkv_tensor *bias = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){O});
+    CHECK(x && w && bias);
+    if (!x || !w || !bias) {
+        qkv_ctx_free(ctx);
+        return;
+    }
+    tu_fill_uniform(qkv__data(x), N * I, -1, 1, 71);
+    tu_fill_uniform(qkv__data(w), O * I, -1, 1, 72);
+    tu_fill_uniform(qkv__data(bias), O, -1, 1, 73);
+    qkv_tensor *y = qkv_linear(ctx, x, w, bias);
+    CHECK(y);
+    if (!y) {
+        qkv_ctx_free(ctx);
+        return;
+    }
+    float *want = malloc(sizeof(float) * (size_t)(N * O));
+    for (int64_t i = 0; i < N; i++) memcpy(want + i * O, qkv__data(bias), sizeof(float) * (size_t)O);
+    qkv_gemm(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(w), I, 1, want, O);
+    CHECK_MSG(memcmp(qkv__data(y), want, sizeof(float) * (size_t)(N * O)) == 0,
+              "linear with bias: not the bits of bias rows then qkv_gemm with beta 1");
+    free(want);
+    qkv_ctx_free(ctx);
 #endif
 }
 

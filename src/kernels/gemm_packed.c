@@ -40,7 +40,9 @@
  *
  * Rounding: for every element, each KC slice of the k sum is accumulated in order p = 0, 1, ..
  * from zero (FMA), then C = beta C + alpha acc (first slice, beta = 0 not reading C) or
- * C += alpha acc (later slices), slices in increasing k: the scheme of the portable
+ * C += alpha acc (later slices), slices in increasing k (qkv__gemm_packed_bias, for qkv_linear:
+ * bias + alpha acc in the first slice, the bits of beta = 1 on C's rows holding the bias, without
+ * writing them first: config-B's encoder -4 %, BENCHMARKS.md "Session 15"): the scheme of the portable
  * qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread count
  * or which thread computes what. They differ from OpenBLAS's in the last bits; a product's bits
  * depend on its shape and on the CPU (the products that qualify here on an AVX-512 CPU

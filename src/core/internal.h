@@ -237,6 +237,10 @@ const char *qkv__blas_kernel_advice_for(const char *corename, const char *corety
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);
+/* C = alpha A B^T + bias (n values added to every row): the bits of C filled with the bias rows
+ * and qkv__gemm_small_m with beta = 1 (s + bias), without C written first and read back. */
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
 
 /* C = alpha op(A) op(B) + beta C, float, with qkv's own packed AVX-512 GEMM: each operand packed
  * once per product and shared by the threads, bits independent of the thread count
@@ -259,9 +263,9 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
  * C written and read once more. Returns false as qkv__gemm_packed does, C untouched. */
 bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                            int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
-/* y = x W^T + bias for qkv_linear, in one pass where qkv_gemm would take the packed GEMM (the same
- * bits as bias rows then qkv_gemm with beta = 1). False: not taken, y untouched; the caller does
- * the two steps. */
+/* y = x W^T + bias for qkv_linear, in one pass where qkv_gemm would take the small-M kernel or the
+ * packed GEMM (the same bits as bias rows then qkv_gemm with beta = 1). False: not taken, y
+ * untouched; the caller does the two steps. */
 bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx, const qkv_real *w,
                        int64_t ldw, const qkv_real *bias, qkv_real *y, int64_t ldy);
 /* For bench/bench_gemm.c: false sends these products back to BLAS (qkv_gemm's tiles); true (the

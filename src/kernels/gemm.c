@@ -364,9 +364,13 @@ static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc
 bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx, const qkv_real *w,
                        int64_t ldw, const qkv_real *bias, qkv_real *y, int64_t ldy) {
 #if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
-    /* qkv_gemm's rule for this product (k >= 1 as QKV_PACKED_MIN_DEPTH asks) */
-    return m > 0 && n > 0 && !qkv__gemm_uses_small_m(false, true, m, n, k) && qkv__gemm_uses_packed(m, n, k) &&
-           qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+    /* qkv_gemm's rule for this product */
+    if (m <= 0 || n <= 0 || k <= 0) return false;
+    if (qkv__gemm_uses_small_m(false, true, m, n, k)) {
+        qkv__gemm_small_m_bias(m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+        return true;
+    }
+    return qkv__gemm_uses_packed(m, n, k) && qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
 #else
     (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)w, (void)ldw, (void)bias, (void)y, (void)ldy;
     return false;

@@ -33,6 +33,9 @@
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
  * the tests run both).
  *
+ * qkv__gemm_small_m_bias (qkv_linear's y = x W^T + b) adds the bias where each element is stored,
+ * s + b[j]: what beta = 1 computed on rows of C holding the bias, without writing them first.
+ *
  * Used in BLAS builds (float) on x86-64 CPUs with AVX2 and FMA by qkv_gemm and by the batched
  * products of qkv__gemm_batched2 (gemm.c), for !trans_a && trans_b with m <= QKV_SMALL_M_ROWS and
  * n k >= 4096, or m <= QKV_SMALL_M_WEIGHT_ROWS against a weight-sized B (qkv__gemm_uses_small_m):
@@ -78,7 +81,8 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m
  * each call site, so the loops unroll into straight register code. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB],
-    const float *const next[NB], const float *const *far, float beta, float *c, int64_t ldc, __m256i tail_mask) {
+    const float *const next[NB], const float *const *far, float beta, const float *bias, float *c, int64_t ldc,
+    __m256i tail_mask) {
     __m256 acc[MB][NB]; /* in registers: every loop over i and j below is unrolled */
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -116,15 +120,15 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
 #pragma GCC unroll 3
         for (int j = 0; j < nb; j++) {
             const float s = alpha * hsum8(acc[i][j]);
-            c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+            c[i * ldc + j] = bias ? s + bias[j] : beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
         }
 }
 
 /* Rows j0 .. j1 of B (columns of C), all rows of A. */
 __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t k,
                                                             float alpha, const float *a, int64_t lda,
-                                                            const float *b, int64_t ldb, float beta, float *c,
-                                                            int64_t ldc, bool stream) {
+                                                            const float *b, int64_t ldb, float beta, const float *bias,
+                                                            float *c, int64_t ldc, bool stream) {
     int32_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = l < (k & 7) ? -1 : 0;
     const __m256i tail_mask = _mm256_loadu_si256((const __m256i *)lanes);
@@ -138,11 +142,15 @@ __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0,
         }
         const float *const *far = stream ? far_rows : NULL;
         int64_t i = 0;
-        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask);
+        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
+                  tail_mask);
         switch (m - i) {
-        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
-        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
-        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, c + i * ldc + j, ldc, tail_mask); break;
+        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
+                  tail_mask); break;
+        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
+                  tail_mask); break;
+        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
+                  tail_mask); break;
         default: break;
         }
     }
@@ -199,7 +207,8 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void re
  * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
 __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void block_wide(
     int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
-    const float *const *next, const float *const *far, int64_t pf_lo, int64_t pf_hi, float beta, float *c, int64_t ldc, __mmask16 tail_mask) {
+    const float *const *next, const float *const *far, int64_t pf_lo, int64_t pf_hi, float beta, const float *bias,
+    float *c, int64_t ldc, __mmask16 tail_mask) {
     __m512 acc[MB_WIDE][NB_WIDE];
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -245,15 +254,15 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
             const int r = i * NB_WIDE + j; /* where reduce24 left sum r */
             const float s = alpha * (mb == MB_WIDE ? sums[r < 16 ? (r % 4) * 4 + r / 4 : 16 + (r % 4) * 4 + (r - 16) / 4]
                                                    : hsum16(acc[i][j]));
-            c[i * ldc + j] = beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+            c[i * ldc + j] = bias ? s + bias[j] : beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
         }
 }
 
 /* rows_of_b with the 16-lane blocks; the rows of A past the last 4 go one at a time. */
 __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
                                                                float alpha, const float *a, int64_t lda,
-                                                               const float *b, int64_t ldb, float beta, float *c,
-                                                               int64_t ldc, bool stream) {
+                                                               const float *b, int64_t ldb, float beta,
+                                                               const float *bias, float *c, int64_t ldc, bool stream) {
     const __mmask16 tail_mask = (__mmask16)((1u << (k & 15)) - 1);
     for (int64_t j = j0; j < j1; j += NB_WIDE) {
         const int nb = j1 - j < NB_WIDE ? (int)(j1 - j) : NB_WIDE;
@@ -269,10 +278,10 @@ __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m
         int64_t i = 0, q = 0;
         for (; i + MB_WIDE <= m; i += MB_WIDE, q++)
             block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
-                       c + i * ldc + j, ldc, tail_mask);
+                       bias ? bias + j : NULL, c + i * ldc + j, ldc, tail_mask);
         for (; i < m; i++, q++)
-            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta, c + i * ldc + j,
-                       ldc, tail_mask);
+            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
+                       bias ? bias + j : NULL, c + i * ldc + j, ldc, tail_mask);
     }
 }
 
@@ -294,12 +303,14 @@ bool qkv__gemm_small_m_available(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                       int64_t ldb, float beta, float *c, int64_t ldc) {
+/* qkv__gemm_small_m, and qkv__gemm_small_m_bias with a bias (else NULL; beta then unused). */
+static void small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float beta, const float *bias, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
     if (alpha == 0) { /* BLAS semantics: A and B are not read (no NaN from them), C = beta C */
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+            for (int64_t j = 0; j < n; j++)
+                c[i * ldc + j] = bias ? bias[j] : beta == 0 ? 0 : beta * c[i * ldc + j];
         return;
     }
     /* Chunks of B's rows, one per iteration: at most CHUNK rows, as many chunks as a multiple of
@@ -328,9 +339,19 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
     for (int64_t t = 0; t < chunks; t++) {
         const int64_t j0 = t * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
         if (j0 >= n) continue;
-        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
-        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
+        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
     }
+}
+
+void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc) {
+    small_m(m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    small_m(m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc);
 }
 #else
 bool qkv__gemm_small_m_available(void) { return false; }
@@ -339,5 +360,9 @@ void qkv__gemm_small_m_lanes(int lanes) { (void)lanes; }
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc) {
     (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+}
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)bias, (void)c, (void)ldc;
 }
 #endif

@@ -9,6 +9,8 @@
  *   show) and a sentinel in C's padding catch any indexing slip; products split over the threads
  *   in chunks of B's rows, down to chunks with no rows.
  * - BLAS semantics: beta = 0 ignores NaN in C.
+ * - The bias in the epilogue (qkv__gemm_small_m_bias, a decoding step's linear layers): bit for
+ *   bit the bias copied into C's rows and the product added with beta = 1.
  * - Both widths the CPU has (8 lanes with AVX2, 16 with AVX-512F), each test at each.
  * - Rounding: on random floats within a k-proportional bound of the double reference; each row
  *   of C has the same bits whatever the other rows (an M = 16 product against 16 one-row
@@ -181,6 +183,77 @@ TEST(gemm_small_m_rows_independent_of_batch_and_threads) {
     }
     qkv__gemm_small_m_lanes(0);
     free(a), free(b), free(c1), free(c2), free(rows), free(c8);
+#endif
+}
+
+TEST(gemm_small_m_bias_has_the_bits_of_bias_rows_then_beta_one) {
+    NEED_KERNEL();
+#ifndef QKV_DOUBLE
+    /* row blocks of 4 and single rows, column tails, k tails, a B of at least STREAM_BYTES, more
+     * chunks than rows of B; at 1 and 2 threads and both widths */
+    const int64_t shapes[][3] = {{1, 7, 9}, {5, 301, 517}, {16, 1000, 517}, {16, 20, 40}, {7, 145, 64}};
+    int widths[2];
+    const int n_widths = kernel_widths(widths), saved = qkv_get_num_threads();
+    for (int w = 0; w < n_widths; w++) {
+        qkv__gemm_small_m_lanes(widths[w]);
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int threads = 1; threads <= 2; threads++) {
+                qkv_set_num_threads(threads);
+                const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
+                float *bias = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(m * n));
+                float *got = malloc(sizeof(float) * (size_t)(m * n));
+                tu_fill_uniform(a, m * k, -1, 1, 81 + s);
+                tu_fill_uniform(b, n * k, -1, 1, 82 + s);
+                tu_fill_uniform(bias, n, -2, 2, 83 + s);
+                const float alpha = s % 2 ? 0.75f : 1;
+                for (int64_t i = 0; i < m; i++) memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
+                qkv__gemm_small_m(m, n, k, alpha, a, k, b, k, 1, want, n);
+                for (int64_t i = 0; i < m * n; i++) got[i] = NAN; /* never read */
+                qkv__gemm_small_m_bias(m, n, k, alpha, a, k, b, k, bias, got, n);
+                CHECK_MSG(memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
+                          "small-M with bias, %d lanes, %lldx%lldx%lld, %d thread(s): not the bits of bias rows "
+                          "+ beta 1",
+                          widths[w], (long long)m, (long long)n, (long long)k, threads);
+                free(a), free(b), free(bias), free(want), free(got);
+            }
+    }
+    qkv_set_num_threads(saved);
+    qkv__gemm_small_m_lanes(0);
+#endif
+}
+
+TEST(linear_of_few_rows_with_bias_has_the_bits_of_bias_rows_then_gemm) {
+    NEED_KERNEL();
+#ifndef QKV_DOUBLE
+    /* qkv_linear's y = x W^T + b for a decoding step's 16 rows against the two steps it replaces */
+    const int64_t N = 16, I = 520, O = 515;
+    CHECK(qkv__gemm_uses_small_m(false, true, N, O, I));
+    qkv_ctx *ctx = tu_ctx();
+    if (ctx->kernels == QKV_KERNELS_REF) {
+        qkv_ctx_free(ctx);
+        SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
+    }
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){N, I});
+    qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){O, I});
+    qkv_tensor *bias = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){O});
+    CHECK(x && w && bias);
+    if (!x || !w || !bias) {
+        qkv_ctx_free(ctx);
+        return;
+    }
+    tu_fill_uniform(qkv__data(x), N * I, -1, 1, 91);
+    tu_fill_uniform(qkv__data(w), O * I, -1, 1, 92);
+    tu_fill_uniform(qkv__data(bias), O, -1, 1, 93);
+    qkv_tensor *y = qkv_linear(ctx, x, w, bias);
+    CHECK(y);
+    float *want = malloc(sizeof(float) * (size_t)(N * O));
+    for (int64_t i = 0; y && i < N; i++) memcpy(want + i * O, qkv__data(bias), sizeof(float) * (size_t)O);
+    if (y) qkv_gemm(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(w), I, 1, want, O);
+    CHECK_MSG(!y || memcmp(qkv__data(y), want, sizeof(float) * (size_t)(N * O)) == 0,
+              "linear of 16 rows with bias: not the bits of bias rows then qkv_gemm with beta 1");
+    free(want);
+    qkv_ctx_free(ctx);
 #endif
 }
 

@@ -173,6 +173,38 @@ static qkv_tensor *linear_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
     return qkv_linear(ctx, in[0], in[1], in[2]);
 }
 
+/* qkv_linear adds its bias inside the product where qkv_gemm would take the small-M kernel or
+ * the packed GEMM (qkv__gemm_nt_bias); elsewhere it copies the bias into y's rows and multiplies
+ * with beta = 1. Either way y must have the bits of those two steps: a decoding step's 16 rows and
+ * an encoder-sized product (more than one k slice of the packed GEMM). */
+TEST(linear_with_bias_has_the_bits_of_bias_rows_then_gemm) {
+    if (qkv_test_kernels == QKV_KERNELS_REF) SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
+    qkv_ctx *ctx = tu_ctx();
+    const int64_t shapes[][3] = {{16, 520, 515}, {300, 600, 260}}; /* N, I, O */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t N = shapes[s][0], I = shapes[s][1], O = shapes[s][2];
+        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){N, I});
+        qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){O, I});
+        qkv_tensor *bias = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){O});
+        CHECK(x && w && bias);
+        if (!x || !w || !bias) break;
+        tu_fill_uniform((qkv_real *)x->data, N * I, -1, 1, 71 + s);
+        tu_fill_uniform((qkv_real *)w->data, O * I, -1, 1, 72 + s);
+        tu_fill_uniform((qkv_real *)bias->data, O, -1, 1, 73 + s);
+        qkv_tensor *y = qkv_linear(ctx, x, w, bias);
+        CHECK(y);
+        if (!y) break;
+        qkv_real *want = malloc(sizeof(qkv_real) * (size_t)(N * O));
+        for (int64_t i = 0; i < N; i++) memcpy(want + i * O, (qkv_real *)bias->data, sizeof(qkv_real) * (size_t)O);
+        qkv_gemm(false, true, N, O, I, 1, (qkv_real *)x->data, I, (qkv_real *)w->data, I, 1, want, O);
+        CHECK_MSG(memcmp(y->data, want, sizeof(qkv_real) * (size_t)(N * O)) == 0,
+                  "linear %lldx%lld -> %lld with bias: not the bits of bias rows then qkv_gemm with beta 1",
+                  (long long)N, (long long)I, (long long)O);
+        free(want);
+    }
+    qkv_ctx_free(ctx);
+}
+
 TEST(linear_gradcheck) {
     TU_NEED_DOUBLE();
     const int64_t shapes[][3] = {{1, 1, 1}, {2, 3, 5}, {7, 4, 3}}; /* rows, in, out */

@@ -14,9 +14,9 @@
  *   documented order (per k slice of 512 an FMA chain from zero in order of k, then
  *   C = beta C + alpha acc for the first slice and C + alpha acc for the next), for 1, 2 and 3
  *   threads and both split modes.
- * - The bias in the epilogue (qkv__gemm_packed_bias, qkv_linear's y = x W^T + b): bit for bit
- *   the result of the bias copied into C's rows and the product added with beta = 1, in both
- *   modes, with several slices, at 1-3 threads; qkv_linear takes it.
+ * - The bias in the epilogue (qkv__gemm_packed_bias, for qkv_linear's y = x W^T + b): bit for
+ *   bit the result of the bias copied into C's rows and the product added with beta = 1, in both
+ *   modes, with several slices, at 1-3 threads (qkv_linear itself: test_dense.c).
  * - The routing rule (qkv__gemm_uses_packed) on its boundaries, and qkv_gemm takes it.
  * - The packing buffer of a thread that exits is freed (the leak checker of the sanitizer build
  *   would report it).
@@ -209,45 +209,6 @@ TEST(gemm_packed_bias_has_the_bits_of_bias_rows_then_beta_one) {
             free(a), free(b), free(bias), free(want), free(got);
         }
     qkv_set_num_threads(saved);
-#endif
-}
-
-TEST(linear_with_bias_has_the_bits_of_bias_rows_then_gemm) {
-    NEED_KERNEL();
-    if (strstr(qkv_version(), "blas=off")) SKIP("without BLAS qkv_gemm is the blocked GEMM");
-#ifndef QKV_DOUBLE
-    /* qkv_linear's y = x W^T + b against the two steps it replaces: bias rows, qkv_gemm beta 1 */
-    const int64_t N = 300, I = 600, O = 260; /* packed, columns mode, 2 slices */
-    CHECK(qkv__gemm_uses_packed(N, O, I));
-    qkv_ctx *ctx = tu_ctx();
-    if (ctx->kernels == QKV_KERNELS_REF) {
-        qkv_ctx_free(ctx);
-        SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
-    }
-    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){N, I});
-    qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){O, I});
-    qkv_tensor *bias = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){O});
-    CHECK(x && w && bias);
-    if (!x || !w || !bias) {
-        qkv_ctx_free(ctx);
-        return;
-    }
-    tu_fill_uniform(qkv__data(x), N * I, -1, 1, 71);
-    tu_fill_uniform(qkv__data(w), O * I, -1, 1, 72);
-    tu_fill_uniform(qkv__data(bias), O, -1, 1, 73);
-    qkv_tensor *y = qkv_linear(ctx, x, w, bias);
-    CHECK(y);
-    if (!y) {
-        qkv_ctx_free(ctx);
-        return;
-    }
-    float *want = malloc(sizeof(float) * (size_t)(N * O));
-    for (int64_t i = 0; i < N; i++) memcpy(want + i * O, qkv__data(bias), sizeof(float) * (size_t)O);
-    qkv_gemm(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(w), I, 1, want, O);
-    CHECK_MSG(memcmp(qkv__data(y), want, sizeof(float) * (size_t)(N * O)) == 0,
-              "linear with bias: not the bits of bias rows then qkv_gemm with beta 1");
-    free(want);
-    qkv_ctx_free(ctx);
 #endif
 }
 

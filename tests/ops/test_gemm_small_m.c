@@ -10,7 +10,8 @@
  *   in chunks of B's rows, down to chunks with no rows.
  * - BLAS semantics: beta = 0 ignores NaN in C.
  * - The bias in the epilogue (qkv__gemm_small_m_bias, a decoding step's linear layers): bit for
- *   bit the bias copied into C's rows and the product added with beta = 1.
+ *   bit the bias copied into C's rows and the product added with beta = 1 (qkv_linear itself:
+ *   test_dense.c).
  * - Both widths the CPU has (8 lanes with AVX2, 16 with AVX-512F), each test at each.
  * - Rounding: on random floats within a k-proportional bound of the double reference; each row
  *   of C has the same bits whatever the other rows (an M = 16 product against 16 one-row
@@ -220,40 +221,6 @@ TEST(gemm_small_m_bias_has_the_bits_of_bias_rows_then_beta_one) {
     }
     qkv_set_num_threads(saved);
     qkv__gemm_small_m_lanes(0);
-#endif
-}
-
-TEST(linear_of_few_rows_with_bias_has_the_bits_of_bias_rows_then_gemm) {
-    NEED_KERNEL();
-#ifndef QKV_DOUBLE
-    /* qkv_linear's y = x W^T + b for a decoding step's 16 rows against the two steps it replaces */
-    const int64_t N = 16, I = 520, O = 515;
-    CHECK(qkv__gemm_uses_small_m(false, true, N, O, I));
-    qkv_ctx *ctx = tu_ctx();
-    if (ctx->kernels == QKV_KERNELS_REF) {
-        qkv_ctx_free(ctx);
-        SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
-    }
-    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){N, I});
-    qkv_tensor *w = qkv_tensor_new(ctx, QKV_REAL, 2, (int64_t[]){O, I});
-    qkv_tensor *bias = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){O});
-    CHECK(x && w && bias);
-    if (!x || !w || !bias) {
-        qkv_ctx_free(ctx);
-        return;
-    }
-    tu_fill_uniform(qkv__data(x), N * I, -1, 1, 91);
-    tu_fill_uniform(qkv__data(w), O * I, -1, 1, 92);
-    tu_fill_uniform(qkv__data(bias), O, -1, 1, 93);
-    qkv_tensor *y = qkv_linear(ctx, x, w, bias);
-    CHECK(y);
-    float *want = malloc(sizeof(float) * (size_t)(N * O));
-    for (int64_t i = 0; y && i < N; i++) memcpy(want + i * O, qkv__data(bias), sizeof(float) * (size_t)O);
-    if (y) qkv_gemm(false, true, N, O, I, 1, qkv__data(x), I, qkv__data(w), I, 1, want, O);
-    CHECK_MSG(!y || memcmp(qkv__data(y), want, sizeof(float) * (size_t)(N * O)) == 0,
-              "linear of 16 rows with bias: not the bits of bias rows then qkv_gemm with beta 1");
-    free(want);
-    qkv_ctx_free(ctx);
 #endif
 }
 

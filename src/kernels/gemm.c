@@ -361,16 +361,28 @@ static void tile_sizes(int64_t m, int64_t n, int64_t k, int64_t *tr, int64_t *tc
 }
 #endif
 
+#ifdef QKV_WITH_BLAS
+/* Which kernel qkv_gemm gives a product with k >= 1 (BLAS: whole or in tiles), from its shape
+ * alone; the one rule for qkv_gemm and qkv__gemm_nt_bias. Both rules answer false in the double
+ * build. */
+typedef enum { BY_BLAS, BY_SMALL_M, BY_PACKED } gemm_kernel;
+
+static gemm_kernel kernel_for(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+    if (qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) return BY_SMALL_M;
+    return qkv__gemm_uses_packed(m, n, k) ? BY_PACKED : BY_BLAS;
+}
+#endif
+
 bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx, const qkv_real *w,
                        int64_t ldw, const qkv_real *bias, qkv_real *y, int64_t ldy) {
 #if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
-    /* qkv_gemm's rule for this product */
     if (m <= 0 || n <= 0 || k <= 0) return false;
-    if (qkv__gemm_uses_small_m(false, true, m, n, k)) {
-        qkv__gemm_small_m_bias(m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
-        return true;
+    switch (kernel_for(false, true, m, n, k)) {
+    case BY_SMALL_M: qkv__gemm_small_m_bias(m, n, k, 1, x, ldx, w, ldw, bias, y, ldy); return true;
+    case BY_PACKED: return qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+    case BY_BLAS: break;
     }
-    return qkv__gemm_uses_packed(m, n, k) && qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+    return false;
 #else
     (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)w, (void)ldw, (void)bias, (void)y, (void)ldy;
     return false;
@@ -389,13 +401,13 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     /* BLAS wants lda >= 1 even for degenerate shapes. */
     lda = lda < 1 ? 1 : lda;
     ldb = ldb < 1 ? 1 : ldb;
+    const gemm_kernel kernel = kernel_for(trans_a, trans_b, m, n, k);
 #ifndef QKV_DOUBLE
-    if (!qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k) && qkv__gemm_uses_packed(m, n, k) &&
-        qkv__gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (kernel == BY_PACKED && qkv__gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
         return;
 #endif
 #ifdef QKV_WITH_OPENMP
-    if (m * n * k > GEMM_SERIAL_WORK && !qkv__gemm_uses_small_m(trans_a, trans_b, m, n, k)) {
+    if (m * n * k > GEMM_SERIAL_WORK && kernel != BY_SMALL_M) {
         int64_t tr, tc;
         tile_sizes(m, n, k, &tr, &tc);
         const int64_t row_tiles = (m + tr - 1) / tr, col_tiles = (n + tc - 1) / tc;

@@ -113,7 +113,8 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
     }
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 m0 = first_lanes(nr), m1 = first_lanes(nr - 16);
-    const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : vb, bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : vb;
+    const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps(),
+                 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
         if (i >= mr) break;

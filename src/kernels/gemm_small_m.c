@@ -140,17 +140,13 @@ __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0,
             next[t] = j + NB + t < j1 ? rows[t] + NB * ldb : rows[t];
             far_rows[t] = j + FAR_ROWS + t < j1 ? rows[t] + FAR_ROWS * ldb : rows[t];
         }
-        const float *const *far = stream ? far_rows : NULL;
+        const float *const *far = stream ? far_rows : NULL, *bias_j = bias ? bias + j : NULL;
         int64_t i = 0;
-        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
-                  tail_mask);
+        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask);
         switch (m - i) {
-        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
-                  tail_mask); break;
-        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
-                  tail_mask); break;
-        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias ? bias + j : NULL, c + i * ldc + j, ldc,
-                  tail_mask); break;
+        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
+        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
+        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
         default: break;
         }
     }
@@ -272,16 +268,16 @@ __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m
             next[t] = j + NB_WIDE + t < j1 ? rows[t] + NB_WIDE * ldb : rows[t];
             far_rows[t] = j + FAR_ROWS + t < j1 ? rows[t] + FAR_ROWS * ldb : rows[t];
         }
-        const float *const *far = stream ? far_rows : NULL;
+        const float *const *far = stream ? far_rows : NULL, *bias_j = bias ? bias + j : NULL;
         /* pass q of the P passes over A's rows prefetches k in [q span, (q + 1) span) */
         const int64_t passes = m / MB_WIDE + m % MB_WIDE, span = ((k + passes - 1) / passes + 15) & ~(int64_t)15;
         int64_t i = 0, q = 0;
         for (; i + MB_WIDE <= m; i += MB_WIDE, q++)
             block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
-                       bias ? bias + j : NULL, c + i * ldc + j, ldc, tail_mask);
+                       bias_j, c + i * ldc + j, ldc, tail_mask);
         for (; i < m; i++, q++)
             block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
-                       bias ? bias + j : NULL, c + i * ldc + j, ldc, tail_mask);
+                       bias_j, c + i * ldc + j, ldc, tail_mask);
     }
 }
 

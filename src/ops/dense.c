@@ -106,8 +106,9 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O));
         return y;
     }
-    /* the packed GEMM adds the bias as it writes y (the same bits as the two steps below) */
-    if (*bias && ctx->kernels != QKV_KERNELS_REF &&
+    /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the
+     * two steps below) */
+    if (*bias && pick_gemm(ctx) == qkv_gemm &&
         qkv__gemm_nt_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd, O))
         return y;
     if (*bias) bias_rows(N, O, qkv__data(*bias), yd);

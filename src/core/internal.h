@@ -239,8 +239,9 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
                        int64_t ldb, float beta, float *c, int64_t ldc);
 /* C = alpha A B^T + bias (n values added to every row): the bits of C filled with the bias rows
  * and qkv__gemm_small_m with beta = 1 (s + bias), without C written first and read back. */
-void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                            int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
+                            int64_t ldc);
 
 /* C = alpha op(A) op(B) + beta C, float, with qkv's own packed AVX-512 GEMM: each operand packed
  * once per product and shared by the threads, bits independent of the thread count
@@ -261,13 +262,15 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 /* C = alpha op(A) op(B) + bias, the bias (n values) added to every row in the first slice's
  * epilogue: the bits of C filled with the bias rows, then qkv__gemm_packed with beta = 1, without
  * C written and read once more. Returns false as qkv__gemm_packed does, C untouched. */
-bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
+bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float *a, int64_t lda, const float *b, int64_t ldb,
+                           const float *bias, float *c, int64_t ldc);
 /* y = x W^T + bias for qkv_linear, in one pass where qkv_gemm would take the small-M kernel or the
  * packed GEMM (the same bits as bias rows then qkv_gemm with beta = 1). False: not taken, y
  * untouched; the caller does the two steps. */
-bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx, const qkv_real *w,
-                       int64_t ldw, const qkv_real *bias, qkv_real *y, int64_t ldy);
+bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx,
+                       const qkv_real *w, int64_t ldw, const qkv_real *bias, qkv_real *y,
+                       int64_t ldy);
 /* For bench/bench_gemm.c: false sends these products back to BLAS (qkv_gemm's tiles); true (the
  * default) restores the rule. Not thread-safe; not for library code. */
 void qkv__gemm_packed_enable(bool on);

@@ -142,7 +142,8 @@ static inline void prefetch_vector(const qkv_real *x, int64_t D) {
 }
 /* The same towards L2 only (the next task's keys and values, attend_one). */
 static inline void prefetch_vector_l2(const qkv_real *x, int64_t D) {
-    for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(qkv_real)) __builtin_prefetch(x + d, 0, 2);
+    for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(qkv_real))
+        __builtin_prefetch(x + d, 0, 2);
 }
 
 /* off[j] = where key j of row n starts, relative to head h's base: from key_rows, kv_rows or the

@@ -373,18 +373,24 @@ static gemm_kernel kernel_for(bool trans_a, bool trans_b, int64_t m, int64_t n, 
 }
 #endif
 
-bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx, const qkv_real *w,
-                       int64_t ldw, const qkv_real *bias, qkv_real *y, int64_t ldy) {
+bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64_t ldx,
+                       const qkv_real *w, int64_t ldw, const qkv_real *bias, qkv_real *y,
+                       int64_t ldy) {
 #if defined(QKV_WITH_BLAS) && !defined(QKV_DOUBLE)
     if (m <= 0 || n <= 0 || k <= 0) return false;
     switch (kernel_for(false, true, m, n, k)) {
-    case BY_SMALL_M: qkv__gemm_small_m_bias(m, n, k, 1, x, ldx, w, ldw, bias, y, ldy); return true;
-    case BY_PACKED: return qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
-    case BY_BLAS: break;
+    case BY_SMALL_M:
+        qkv__gemm_small_m_bias(m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+        return true;
+    case BY_PACKED:
+        return qkv__gemm_packed_bias(false, true, m, n, k, 1, x, ldx, w, ldw, bias, y, ldy);
+    case BY_BLAS:
+        break;
     }
     return false;
 #else
-    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)w, (void)ldw, (void)bias, (void)y, (void)ldy;
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)w, (void)ldw, (void)bias, (void)y,
+        (void)ldy;
     return false;
 #endif
 }
@@ -403,7 +409,8 @@ void qkv_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_r
     ldb = ldb < 1 ? 1 : ldb;
     const gemm_kernel kernel = kernel_for(trans_a, trans_b, m, n, k);
 #ifndef QKV_DOUBLE
-    if (kernel == BY_PACKED && qkv__gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (kernel == BY_PACKED &&
+        qkv__gemm_packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
         return;
 #endif
 #ifdef QKV_WITH_OPENMP

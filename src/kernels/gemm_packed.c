@@ -42,11 +42,11 @@
  * from zero (FMA), then C = beta C + alpha acc (first slice, beta = 0 not reading C) or
  * C += alpha acc (later slices), slices in increasing k (qkv__gemm_packed_bias, for qkv_linear:
  * bias + alpha acc in the first slice, the bits of beta = 1 on C's rows holding the bias, without
- * writing them first: config-B's encoder -4 %, BENCHMARKS.md "Session 15"): the scheme of the portable
- * qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread count
- * or which thread computes what. They differ from OpenBLAS's in the last bits; a product's bits
- * depend on its shape and on the CPU (the products that qualify here on an AVX-512 CPU
- * and through OpenBLAS elsewhere), never on threads.
+ * writing them first: config-B's encoder -4 %, BENCHMARKS.md "Session 15"): the scheme of the
+ * portable qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread
+ * count or which thread computes what. They differ from OpenBLAS's in the last bits; a product's
+ * bits depend on its shape and on the CPU (the products that qualify here on an AVX-512 CPU and
+ * through OpenBLAS elsewhere), never on threads.
  *
  * Memory: the packed slices live in one buffer per calling thread (row mode: packed B
  * KC x min(n, NCO) floats, 8 MiB at most, and KC x MC_MAX per OpenMP thread, 384 KiB each; column
@@ -90,8 +90,9 @@ static inline __mmask16 first_lanes(int64_t n) {
  * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc), or,
  * with a bias (the first slice of qkv__gemm_packed_bias), bias + alpha acc: the operation beta = 1
  * does on rows of C that hold the bias, without C being written first and read here. */
-AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float *restrict bp, int mr, int nr,
-                              float alpha, float beta, const float *bias, float *c, int64_t ldc) {
+AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float *restrict bp,
+                              int mr, int nr, float alpha, float beta, const float *bias, float *c,
+                              int64_t ldc) {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -254,9 +255,9 @@ static float *buffer_get(size_t floats) {
 
 /* One thread's share of a slice: micro-panels [p0, p1) of A's rows (MR rows each), MC_MAX rows of
  * A packed at a time, against the packed slice of B (no columns, panels of NR). */
-static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t no, int64_t kc, float alpha,
-                        const float *a, int64_t lda, int64_t pc, const float *bp, float beta, const float *bias,
-                        float *c, int64_t ldc, float *ap) {
+static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t no, int64_t kc,
+                        float alpha, const float *a, int64_t lda, int64_t pc, const float *bp,
+                        float beta, const float *bias, float *c, int64_t ldc, float *ap) {
     for (int64_t q = p0; q < p1; q += MC_MAX / MR) {
         const int64_t ic = q * MR, mc = min64(min64(MC_MAX, (p1 - q) * MR), m - ic);
         pack_a(trans_a, mc, kc, trans_a ? a + pc * lda + ic : a + ic * lda + pc, lda, ap);
@@ -264,8 +265,9 @@ static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t
             const int64_t j1 = min64(jc + NC, no);
             for (int64_t ir = 0; ir < mc; ir += MR)
                 for (int64_t jr = jc; jr < j1; jr += NR)
-                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, mc - ir), (int)min64(NR, no - jr),
-                               alpha, beta, bias ? bias + jr : NULL, c + (ic + ir) * ldc + jr, ldc);
+                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, mc - ir),
+                               (int)min64(NR, no - jr), alpha, beta, bias ? bias + jr : NULL,
+                               c + (ic + ir) * ldc + jr, ldc);
         }
     }
 }
@@ -308,9 +310,10 @@ static bool claim_rows(_Atomic int64_t *claimed, int64_t base, int64_t panels, i
 
 /* Column mode, for few rows: the thread's columns [j0, j1) of C, NC at a time, against all m rows
  * of op(A), packed once per k slice by each thread (m <= COL_MODE_ROWS: at most 768 KiB). */
-static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha,
-                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta, const float *bias,
-                           float *c, int64_t ldc, float *ap, float *bp) {
+static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, int64_t j1, int64_t k,
+                           float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float beta, const float *bias, float *c, int64_t ldc, float *ap,
+                           float *bp) {
     for (int64_t pc = 0; pc < k; pc += KC) {
         const int64_t kc = min64(KC, k - pc);
         pack_a(trans_a, m, kc, trans_a ? a + pc * lda : a + pc, lda, ap);
@@ -319,16 +322,18 @@ static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, in
             pack_b(trans_b, kc, nc, trans_b ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, bp);
             for (int64_t ir = 0; ir < m; ir += MR)
                 for (int64_t jr = 0; jr < nc; jr += NR)
-                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, m - ir), (int)min64(NR, nc - jr), alpha,
-                               pc == 0 ? beta : 1, pc == 0 && bias ? bias + jc + jr : NULL, c + ir * ldc + jc + jr,
+                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, m - ir),
+                               (int)min64(NR, nc - jr), alpha, pc == 0 ? beta : 1,
+                               pc == 0 && bias ? bias + jc + jr : NULL, c + ir * ldc + jc + jr,
                                ldc);
         }
     }
 }
 
 /* qkv__gemm_packed, and qkv__gemm_packed_bias with beta = 0 and a bias (else NULL). */
-static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, float beta, const float *bias, float *c, int64_t ldc) {
+static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                   const float *bias, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0 || k <= 0 || alpha == 0) return false; /* the caller's BLAS semantics */
     int threads = 1;
 #ifdef QKV_WITH_OPENMP
@@ -354,8 +359,8 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
             float *ap = buf + tid * per_thread;
             const int64_t j0 = n_panels * tid / team * NR, j1 = min64(n, n_panels * (tid + 1) / team * NR);
             if (j0 < j1)
-                thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, ap,
-                               ap + panels * MR * KC);
+                thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c,
+                               ldc, ap, ap + panels * MR * KC);
         } else { /* MR-row panels of C claimed in shrinking chunks, packed B shared */
             float *bp = buf, *ap = buf + b_panels * NR * KC + tid * per_thread;
             int64_t base = 0; /* `claimed` at the start of this slice */
@@ -371,8 +376,9 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 #pragma omp barrier
 #endif
                     for (int64_t p0, p1; claim_rows(&claimed, base, panels, team, &p0, &p1);)
-                        thread_rows(trans_a, p0, p1, m, no, kc, alpha, a, lda, pc, bp, pc == 0 ? beta : 1,
-                                    pc == 0 && bias ? bias + jo : NULL, c + jo, ldc, ap);
+                        thread_rows(trans_a, p0, p1, m, no, kc, alpha, a, lda, pc, bp,
+                                    pc == 0 ? beta : 1, pc == 0 && bias ? bias + jo : NULL, c + jo,
+                                    ldc, ap);
                     base += panels;
 #ifdef QKV_WITH_OPENMP
                     if (pc + KC < k || jo + NCO < n) { /* the next slice overwrites packed B */
@@ -386,13 +392,15 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
     return true;
 }
 
-bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc) {
     return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
 }
 
-bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float *a, int64_t lda, const float *b, int64_t ldb,
+                           const float *bias, float *c, int64_t ldc) {
     return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc);
 }
 #else
@@ -408,10 +416,11 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
         (void)beta, (void)c, (void)ldc;
     return false;
 }
-bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
-    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
-        (void)bias, (void)c, (void)ldc;
+bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float *a, int64_t lda, const float *b, int64_t ldb,
+                           const float *bias, float *c, int64_t ldc) {
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda,
+        (void)b, (void)ldb, (void)bias, (void)c, (void)ldc;
     return false;
 }
 #endif

@@ -19,8 +19,8 @@
  * thread count, so the result is deterministic; it differs from BLAS's order in the last bits.
  * Row blocks of B are spread over OpenMP threads.
  *
- * On CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B, 24
- * accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
+ * On CPUs with AVX-512F the kernel runs on 16 lanes instead (block_wide: 4 rows of A x 6 rows of B,
+ * 24 accumulators of the 32 registers, 10 loads per 24 FMAs; the next block's rows of B prefetched
  * while A's rows use this one, a share of k per pass over A's rows so the requests spread over
  * the whole block instead of crowding the first pass; a full block's 24 sums reduced together,
  * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
@@ -62,8 +62,9 @@ enum { NB = 3, MB = 4 };
  * prefetches find their lines in the L2 instead of waiting on memory with a few misses in
  * flight. Measured on AMD Zen 4 (BENCHMARKS.md, "Session 15"): a config-B step's products
  * streamed at M = 1 1.26x, M = 16 1.16x on one thread, M = 16 1.11-1.18x on two; 12 rows ahead
- * was the best of 12, 18, 24, 36, 60. Below STREAM_BYTES the extra prefetches would cost instructions for lines that are
- * likely in L2 already (M = 1 against a 768 x 256 B in L2: 0.82x). Prefetches change no result. */
+ * was the best of 12, 18, 24, 36, 60. Below STREAM_BYTES the extra prefetches would cost
+ * instructions for lines that are likely in L2 already (M = 1 against a 768 x 256 B in L2: 0.82x).
+ * Prefetches change no result. */
 enum { FAR_ROWS = 12 };
 #define STREAM_BYTES ((int64_t)1 << 20)
 
@@ -79,10 +80,10 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m
  * one at the end of B, its results discarded by the caller through nb), next the rows to prefetch
  * towards L1 and far (unless NULL) the rows to prefetch into L2 (STREAM_BYTES). mb is a constant at
  * each call site, so the loops unroll into straight register code. */
-__attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
-    int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB],
-    const float *const next[NB], const float *const *far, float beta, const float *bias, float *c, int64_t ldc,
-    __m256i tail_mask) {
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+block_mxn(int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda,
+          const float *const b[NB], const float *const next[NB], const float *const *far,
+          float beta, const float *bias, float *c, int64_t ldc, __m256i tail_mask) {
     __m256 acc[MB][NB]; /* in registers: every loop over i and j below is unrolled */
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -120,15 +121,18 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void block_mxn(
 #pragma GCC unroll 3
         for (int j = 0; j < nb; j++) {
             const float s = alpha * hsum8(acc[i][j]);
-            c[i * ldc + j] = bias ? s + bias[j] : beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+            c[i * ldc + j] = bias        ? s + bias[j]
+                             : beta == 0 ? s
+                                         : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
         }
 }
 
 /* Rows j0 .. j1 of B (columns of C), all rows of A. */
-__attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1, int64_t k,
-                                                            float alpha, const float *a, int64_t lda,
-                                                            const float *b, int64_t ldb, float beta, const float *bias,
-                                                            float *c, int64_t ldc, bool stream) {
+__attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0, int64_t j1,
+                                                          int64_t k, float alpha, const float *a,
+                                                          int64_t lda, const float *b, int64_t ldb,
+                                                          float beta, const float *bias, float *c,
+                                                          int64_t ldc, bool stream) {
     int32_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = l < (k & 7) ? -1 : 0;
     const __m256i tail_mask = _mm256_loadu_si256((const __m256i *)lanes);
@@ -142,11 +146,22 @@ __attribute__((target("avx2,fma"))) static void rows_of_b(int64_t m, int64_t j0,
         }
         const float *const *far = stream ? far_rows : NULL, *bias_j = bias ? bias + j : NULL;
         int64_t i = 0;
-        for (; i + 4 <= m; i += 4) block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask);
+        for (; i + 4 <= m; i += 4)
+            block_mxn(4, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j,
+                      c + i * ldc + j, ldc, tail_mask);
         switch (m - i) {
-        case 3: block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
-        case 2: block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
-        case 1: block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j, c + i * ldc + j, ldc, tail_mask); break;
+        case 3:
+            block_mxn(3, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j,
+                      c + i * ldc + j, ldc, tail_mask);
+            break;
+        case 2:
+            block_mxn(2, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j,
+                      c + i * ldc + j, ldc, tail_mask);
+            break;
+        case 1:
+            block_mxn(1, nb, k, alpha, a + i * lda, lda, rows, next, far, beta, bias_j,
+                      c + i * ldc + j, ldc, tail_mask);
+            break;
         default: break;
         }
     }
@@ -201,10 +216,11 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void re
  * cache line per step of k in [pf_lo, pf_hi), and far (unless NULL) rows to prefetch into L2 with
  * them. The empty asm statements keep each loaded vector in a
  * register: without them the compiler re-reads A from memory for each of its 6 FMAs. */
-__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void block_wide(
-    int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda, const float *const b[NB_WIDE],
-    const float *const *next, const float *const *far, int64_t pf_lo, int64_t pf_hi, float beta, const float *bias,
-    float *c, int64_t ldc, __mmask16 tail_mask) {
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void
+block_wide(int mb, int nb, int64_t k, float alpha, const float *a, int64_t lda,
+           const float *const b[NB_WIDE], const float *const *next, const float *const *far,
+           int64_t pf_lo, int64_t pf_hi, float beta, const float *bias, float *c, int64_t ldc,
+           __mmask16 tail_mask) {
     __m512 acc[MB_WIDE][NB_WIDE];
 #pragma GCC unroll 4
     for (int i = 0; i < mb; i++)
@@ -250,15 +266,17 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void bl
             const int r = i * NB_WIDE + j; /* where reduce24 left sum r */
             const float s = alpha * (mb == MB_WIDE ? sums[r < 16 ? (r % 4) * 4 + r / 4 : 16 + (r % 4) * 4 + (r - 16) / 4]
                                                    : hsum16(acc[i][j]));
-            c[i * ldc + j] = bias ? s + bias[j] : beta == 0 ? s : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
+            c[i * ldc + j] = bias        ? s + bias[j]
+                             : beta == 0 ? s
+                                         : s + beta * c[i * ldc + j]; /* beta 0 ignores NaN in C */
         }
 }
 
 /* rows_of_b with the 16-lane blocks; the rows of A past the last 4 go one at a time. */
-__attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k,
-                                                               float alpha, const float *a, int64_t lda,
-                                                               const float *b, int64_t ldb, float beta,
-                                                               const float *bias, float *c, int64_t ldc, bool stream) {
+__attribute__((target("avx512f,avx2,fma"))) static void
+rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, const float *a,
+               int64_t lda, const float *b, int64_t ldb, float beta, const float *bias, float *c,
+               int64_t ldc, bool stream) {
     const __mmask16 tail_mask = (__mmask16)((1u << (k & 15)) - 1);
     for (int64_t j = j0; j < j1; j += NB_WIDE) {
         const int nb = j1 - j < NB_WIDE ? (int)(j1 - j) : NB_WIDE;
@@ -273,11 +291,11 @@ __attribute__((target("avx512f,avx2,fma"))) static void rows_of_b_wide(int64_t m
         const int64_t passes = m / MB_WIDE + m % MB_WIDE, span = ((k + passes - 1) / passes + 15) & ~(int64_t)15;
         int64_t i = 0, q = 0;
         for (; i + MB_WIDE <= m; i += MB_WIDE, q++)
-            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
-                       bias_j, c + i * ldc + j, ldc, tail_mask);
+            block_wide(MB_WIDE, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span,
+                       (q + 1) * span, beta, bias_j, c + i * ldc + j, ldc, tail_mask);
         for (; i < m; i++, q++)
-            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span, beta,
-                       bias_j, c + i * ldc + j, ldc, tail_mask);
+            block_wide(1, nb, k, alpha, a + i * lda, lda, rows, next, far, q * span, (q + 1) * span,
+                       beta, bias_j, c + i * ldc + j, ldc, tail_mask);
     }
 }
 
@@ -300,8 +318,9 @@ bool qkv__gemm_small_m_available(void) {
 }
 
 /* qkv__gemm_small_m, and qkv__gemm_small_m_bias with a bias (else NULL; beta then unused). */
-static void small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float beta, const float *bias, float *c, int64_t ldc) {
+static void small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, const float *bias, float *c,
+                    int64_t ldc) {
     if (m <= 0 || n <= 0) return;
     if (alpha == 0) { /* BLAS semantics: A and B are not read (no NaN from them), C = beta C */
         for (int64_t i = 0; i < m; i++)
@@ -335,18 +354,21 @@ static void small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a
     for (int64_t t = 0; t < chunks; t++) {
         const int64_t j0 = t * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
         if (j0 >= n) continue;
-        if (wide) rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
-        else rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
+        if (wide)
+            rows_of_b_wide(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
+        else
+            rows_of_b(m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, stream);
     }
 }
 
-void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                       int64_t ldb, float beta, float *c, int64_t ldc) {
+void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     small_m(m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
 }
 
-void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                            int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
+                            int64_t ldc) {
     small_m(m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc);
 }
 #else
@@ -357,8 +379,10 @@ void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float
                        int64_t ldb, float beta, float *c, int64_t ldc) {
     (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
 }
-void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
-    (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)bias, (void)c, (void)ldc;
+void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                            int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
+                            int64_t ldc) {
+    (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)bias,
+        (void)c, (void)ldc;
 }
 #endif

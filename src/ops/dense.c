@@ -109,7 +109,8 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
     /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the
      * two steps below) */
     if (*bias && pick_gemm(ctx) == qkv_gemm &&
-        qkv__gemm_nt_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd, O))
+        qkv__gemm_nt_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd,
+                          O))
         return y;
     if (*bias) bias_rows(N, O, qkv__data(*bias), yd);
     pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(*x), I, qkv__data(*weight), I, *bias ? 1 : 0, yd, O);

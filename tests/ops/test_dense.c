@@ -178,7 +178,8 @@ static qkv_tensor *linear_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
  * with beta = 1. Either way y must have the bits of those two steps: a decoding step's 16 rows and
  * an encoder-sized product (more than one k slice of the packed GEMM). */
 TEST(linear_with_bias_has_the_bits_of_bias_rows_then_gemm) {
-    if (qkv_test_kernels == QKV_KERNELS_REF) SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
+    if (qkv_test_kernels == QKV_KERNELS_REF)
+        SKIP("the reference kernels' run: qkv_linear multiplies with qkv_gemm_ref");
     qkv_ctx *ctx = tu_ctx();
     const int64_t shapes[][3] = {{16, 520, 515}, {300, 600, 260}}; /* N, I, O */
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -195,10 +196,13 @@ TEST(linear_with_bias_has_the_bits_of_bias_rows_then_gemm) {
         CHECK(y);
         if (!y) break;
         qkv_real *want = malloc(sizeof(qkv_real) * (size_t)(N * O));
-        for (int64_t i = 0; i < N; i++) memcpy(want + i * O, (qkv_real *)bias->data, sizeof(qkv_real) * (size_t)O);
-        qkv_gemm(false, true, N, O, I, 1, (qkv_real *)x->data, I, (qkv_real *)w->data, I, 1, want, O);
+        for (int64_t i = 0; i < N; i++)
+            memcpy(want + i * O, (qkv_real *)bias->data, sizeof(qkv_real) * (size_t)O);
+        qkv_gemm(false, true, N, O, I, 1, (qkv_real *)x->data, I, (qkv_real *)w->data, I, 1, want,
+                 O);
         CHECK_MSG(memcmp(y->data, want, sizeof(qkv_real) * (size_t)(N * O)) == 0,
-                  "linear %lldx%lld -> %lld with bias: not the bits of bias rows then qkv_gemm with beta 1",
+                  "linear %lldx%lld -> %lld with bias: not the bits of bias rows then qkv_gemm "
+                  "with beta 1",
                   (long long)N, (long long)I, (long long)O);
         free(want);
     }

@@ -185,25 +185,34 @@ TEST(gemm_packed_bias_has_the_bits_of_bias_rows_then_beta_one) {
     /* the shapes of the test above: column mode with 3 slices (the bias in the first only), row
      * mode with 2 and 3, two passes of packed B (n > 4096); A (m, k) times B (n, k)^T as
      * qkv_linear multiplies, and N N */
-    const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
+    const int64_t shapes[][3] = {
+        {131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
     const int saved = qkv_get_num_threads();
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int tb = 0; tb < 2; tb++) {
             const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], ldb = tb ? k : n;
-            float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
-            float *bias = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(m * n));
+            float *a = malloc(sizeof(float) * (size_t)(m * k)),
+                  *b = malloc(sizeof(float) * (size_t)(n * k));
+            float *bias = malloc(sizeof(float) * (size_t)n),
+                  *want = malloc(sizeof(float) * (size_t)(m * n));
             float *got = malloc(sizeof(float) * (size_t)(m * n));
             tu_fill_uniform(a, m * k, -1, 1, 61 + s);
             tu_fill_uniform(b, n * k, -1, 1, 62 + s);
             tu_fill_uniform(bias, n, -2, 2, 63 + s);
             for (int threads = 1; threads <= 3; threads++) {
                 qkv_set_num_threads(threads);
-                for (int64_t i = 0; i < m; i++) memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
-                const bool ran_want = qkv__gemm_packed(false, tb, m, n, k, 0.75f, a, k, b, ldb, 1, want, n);
-                for (int64_t i = 0; i < m * n; i++) got[i] = NAN; /* not read: beta 0 */
-                const bool ran = qkv__gemm_packed_bias(false, tb, m, n, k, 0.75f, a, k, b, ldb, bias, got, n);
-                CHECK_MSG(ran && ran_want && memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
-                          "packed with bias N%c %lldx%lldx%lld, %d thread(s): not the bits of bias rows + beta 1",
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
+                const bool ran_want =
+                    qkv__gemm_packed(false, tb, m, n, k, 0.75f, a, k, b, ldb, 1, want, n);
+                for (int64_t i = 0; i < m * n; i++)
+                    got[i] = NAN; /* not read: beta 0 */
+                const bool ran =
+                    qkv__gemm_packed_bias(false, tb, m, n, k, 0.75f, a, k, b, ldb, bias, got, n);
+                CHECK_MSG(ran && ran_want &&
+                              memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
+                          "packed with bias N%c %lldx%lldx%lld, %d thread(s): not the bits of bias "
+                          "rows + beta 1",
                           tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, threads);
             }
             free(a), free(b), free(bias), free(want), free(got);

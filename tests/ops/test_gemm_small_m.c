@@ -192,7 +192,8 @@ TEST(gemm_small_m_bias_has_the_bits_of_bias_rows_then_beta_one) {
 #ifndef QKV_DOUBLE
     /* row blocks of 4 and single rows, column tails, k tails, a B of at least STREAM_BYTES, more
      * chunks than rows of B; at 1 and 2 threads and both widths */
-    const int64_t shapes[][3] = {{1, 7, 9}, {5, 301, 517}, {16, 1000, 517}, {16, 20, 40}, {7, 145, 64}};
+    const int64_t shapes[][3] = {
+        {1, 7, 9}, {5, 301, 517}, {16, 1000, 517}, {16, 20, 40}, {7, 145, 64}};
     int widths[2];
     const int n_widths = kernel_widths(widths), saved = qkv_get_num_threads();
     for (int w = 0; w < n_widths; w++) {
@@ -201,19 +202,24 @@ TEST(gemm_small_m_bias_has_the_bits_of_bias_rows_then_beta_one) {
             for (int threads = 1; threads <= 2; threads++) {
                 qkv_set_num_threads(threads);
                 const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-                float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
-                float *bias = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(m * n));
+                float *a = malloc(sizeof(float) * (size_t)(m * k)),
+                      *b = malloc(sizeof(float) * (size_t)(n * k));
+                float *bias = malloc(sizeof(float) * (size_t)n),
+                      *want = malloc(sizeof(float) * (size_t)(m * n));
                 float *got = malloc(sizeof(float) * (size_t)(m * n));
                 tu_fill_uniform(a, m * k, -1, 1, 81 + s);
                 tu_fill_uniform(b, n * k, -1, 1, 82 + s);
                 tu_fill_uniform(bias, n, -2, 2, 83 + s);
                 const float alpha = s % 2 ? 0.75f : 1;
-                for (int64_t i = 0; i < m; i++) memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(want + i * n, bias, sizeof(float) * (size_t)n);
                 qkv__gemm_small_m(m, n, k, alpha, a, k, b, k, 1, want, n);
-                for (int64_t i = 0; i < m * n; i++) got[i] = NAN; /* never read */
+                for (int64_t i = 0; i < m * n; i++)
+                    got[i] = NAN; /* never read */
                 qkv__gemm_small_m_bias(m, n, k, alpha, a, k, b, k, bias, got, n);
                 CHECK_MSG(memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
-                          "small-M with bias, %d lanes, %lldx%lldx%lld, %d thread(s): not the bits of bias rows "
+                          "small-M with bias, %d lanes, %lldx%lldx%lld, %d thread(s): not the bits "
+                          "of bias rows "
                           "+ beta 1",
                           widths[w], (long long)m, (long long)n, (long long)k, threads);
                 free(a), free(b), free(bias), free(want), free(got);

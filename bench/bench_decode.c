@@ -4,7 +4,7 @@
  * PyTorch's nn.Transformer and its translation tutorial do).
  *
  *   bench_decode [--config S|B] [--threads N] [--batch B] [--len T] [--reps R] [--beam K]
- *                [--no-uncached] [--search greedy|beam|both] [--json]
+ *                [--no-uncached] [--no-panels] [--search greedy|beam|both] [--json]
  *
  * Model: configuration S (default) or B of bench_common.h (the anchors' ../shared/anchors/
  * RESULTS.md), random weights (seeded); random source ids of the configuration's source length,
@@ -17,6 +17,7 @@
  * --phases times the parts of a cached greedy decode instead (encoder with the cross-attention
  * caches, the first step, the other steps, the argmax), median of R runs on one session, as
  * qkv_decode reuses its session between calls; the session's creation is printed once.
+ * --no-panels decodes without the sessions' weight panels (qkv_session_params.weight_panels).
  * --json prints one JSON line per row instead of the table (what
  * bench/compare.sh reads; bench/torch_bench.py --mode decode prints the same keys).
  */
@@ -66,7 +67,7 @@ static double time_decode(const qkv_model *m, const int32_t *src, const int32_t 
  * session would page-fault in every byte during its first encode (config B: 0.29 against
  * 0.25 s). Prints the median seconds of each part over reps runs after one warm-up. */
 static int time_phases(const qkv_model *m, const int32_t *src, int32_t B, int32_t S, int32_t T,
-                       int reps) {
+                       int reps, bool panels) {
     enum { ENCODE, FIRST, STEPS, ARGMAX, NPH };
     static const char *names[NPH] = {"encode + cross K/V", "first step (BOS)", "other steps",
                                      "argmax of the logits (this benchmark's loop)"};
@@ -77,6 +78,7 @@ static int time_phases(const qkv_model *m, const int32_t *src, int32_t B, int32_
     sp.max_rows = B;
     sp.max_len = T;
     sp.max_src_len = S;
+    sp.weight_panels = panels;
     qkv_session *s = NULL;
     const double t_new = bench_now();
     qkv_status st = t && tok ? qkv_session_new(m, &sp, &s) : QKV_ERR_OOM;
@@ -146,7 +148,7 @@ int main(int argc, char **argv) {
     const bench_config *c = bench_find_config("S");
     int threads = 0, reps = 3;
     int32_t B = 0, T = 0, K = 5;
-    bool uncached = true, json = false, phases = false;
+    bool uncached = true, json = false, phases = false, panels = true;
     int first_search = 0, last_search = 1; /* 0 greedy, 1 beam */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
@@ -163,6 +165,8 @@ int main(int argc, char **argv) {
             if (!cli_int_option(ME, argc, argv, &i, 1, 64, &K)) return 2;
         } else if (!strcmp(argv[i], "--no-uncached"))
             uncached = false;
+        else if (!strcmp(argv[i], "--no-panels"))
+            panels = false;
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--phases"))
@@ -179,7 +183,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: bench_decode [--config S|B] [--threads N] [--batch B] "
                             "[--len T] [--reps R] [--beam K] [--no-uncached] "
-                            "[--search greedy|beam|both] [--phases] [--json]\n");
+                            "[--no-panels] [--search greedy|beam|both] [--phases] [--json]\n");
             return 2;
         }
     }
@@ -224,7 +228,7 @@ int main(int argc, char **argv) {
     }
     int rc = 0;
     if (phases) {
-        rc = time_phases(m, src, B, S, T, reps);
+        rc = time_phases(m, src, B, S, T, reps, panels);
         last_search = -1;
     }
     for (int k = first_search; k <= last_search && !rc; k++) {
@@ -235,6 +239,7 @@ int main(int argc, char **argv) {
         p.max_len = T;
         p.eos_id = -1; /* every hypothesis decodes exactly T tokens */
         p.length_penalty = QKV_LENGTH_PENALTY_NONE;
+        p.weight_panels = panels;
         char name[32];
         snprintf(name, sizeof name, k ? "beam %d" : "greedy", K);
         const char *search = k ? "beam" : "greedy";

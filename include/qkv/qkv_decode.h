@@ -58,6 +58,13 @@ typedef struct qkv_session_params {
                             and the benchmark's baseline) */
     qkv_kernels kernels; /* kernel set of the session's context (default FAST) */
     size_t arena_bytes;  /* initial step-arena size; 0: the context default (16 MiB) */
+    bool weight_panels;  /* true (default): from the second step of an encoded / started batch,
+                            a decoder weight of at least 1 MiB that a step multiplies by 8 .. 96
+                            rows is copied once per batch into panels laid out for those rows
+                            and multiplied from there (AVX-512F CPUs; config-B greedy steps
+                            ~10 % faster, BENCHMARKS.md "Session 16"): the same results bit for
+                            bit, for as much memory again as those weights (config B: 104 MB).
+                            false: no copy */
 } qkv_session_params;
 
 QKV_API qkv_session_params qkv_session_default_params(void);
@@ -135,6 +142,7 @@ typedef struct qkv_decode_params {
     int32_t iterations;  /* mask-predict: decoder passes T >= 1 (default 10, the paper's) */
     int32_t length_beam; /* mask-predict: length candidates l >= 1 per input, n_best <= l
                             (default 5, the paper's) */
+    bool weight_panels;  /* default true: the session's weight panels (qkv_session_params) */
 } qkv_decode_params;
 
 QKV_API qkv_decode_params qkv_decode_default_params(void);

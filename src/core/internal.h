@@ -113,6 +113,9 @@ struct qkv_ctx {
      * instead of computing, so the run reaches the arena's high-water mark without streaming the
      * weights. Outputs are meaningless; nothing but the arena's size may be kept. */
     bool measure_only;
+    /* A decoding session's weight panels (src/kernels/gemm_panels.c), which qkv__linear_compute
+     * multiplies from where they apply; NULL everywhere else. */
+    struct qkv__panels *panels;
     uint64_t seed, step;
     uint64_t rng_calls; /* random ops issued this step: the Philox stream of the next one */
     /* Gradient buffers released during backward (src/core/tape.c), reused by qkv__grad. */
@@ -237,11 +240,40 @@ const char *qkv__blas_kernel_advice_for(const char *corename, const char *corety
 bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc);
+/* Whether the small-M kernel runs on 16 lanes (AVX-512F, unless a test asked for 8). */
+bool qkv__gemm_small_m_wide(void);
 /* C = alpha A B^T + bias (n values added to every row): the bits of C filled with the bias rows
  * and qkv__gemm_small_m with beta = 1 (s + bias), without C written first and read back. */
 void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
                             int64_t ldc);
+
+/* Weight panels (src/kernels/gemm_panels.c): y = x W^T (+ b) for the few rows of a decoding step
+ * from a copy of W repacked for them (residue-major panels of 16 of its rows), with exactly the
+ * bits of the small-M kernel on 16 lanes, which they replace where qkv__panels_linear says. A
+ * qkv__panels holds one copy per weight it has met (as much memory as those weights), filled at
+ * the weight's first product after qkv__panels_invalidate; a decoding session owns one and
+ * invalidates it for every batch, since the weights may change between batches. */
+typedef struct qkv__panels qkv__panels;
+qkv__panels *qkv__panels_new(void); /* NULL when out of memory */
+void qkv__panels_free(qkv__panels *p);
+void qkv__panels_invalidate(qkv__panels *p);    /* every copy is refilled at its next use */
+size_t qkv__panels_bytes(const qkv__panels *p); /* the copies' memory */
+/* y (m, n) = x (m, k) W^T + bias (NULL: none), all contiguous, if the panels apply: a float
+ * product that qkv_gemm would give the small-M kernel on 16 lanes, with m >= QKV_PANELS_MIN_ROWS
+ * and W of at least QKV_PANELS_MIN_BYTES. False (nothing written) otherwise, or when memory for
+ * W's copy cannot be had: the caller computes the product as before, with the same bits. */
+#define QKV_PANELS_MIN_ROWS 8
+#define QKV_PANELS_MIN_BYTES ((int64_t)1 << 20)
+bool qkv__panels_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, const qkv_real *x,
+                        const qkv_real *w, const qkv_real *bias, qkv_real *y);
+/* The kernel alone, for tests and benchmarks: the panels of W (n, k) (qkv__panels_floats(n, k)
+ * floats, 64-byte aligned) are filled from w first when pack is true, then y = x W^T (+ bias)
+ * computed from them; at (ceil(m / 16) 16 k floats, 64-byte aligned) holds x transposed. */
+size_t qkv__panels_floats(int64_t n, int64_t k);
+bool qkv__gemm_panels_available(void); /* x86-64 with AVX-512F, the small kernel on 16 lanes */
+void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
+                      float *panels, bool pack, const float *bias, float *y, float *at);
 
 /* C = alpha op(A) op(B) + beta C, float, with qkv's own packed AVX-512 GEMM: each operand packed
  * once per product and shared by the threads, bits independent of the thread count

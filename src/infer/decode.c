@@ -39,6 +39,7 @@ qkv_decode_params qkv_decode_default_params(void) {
     p.kernels = QKV_KERNELS_FAST;
     p.iterations = 10;
     p.length_beam = 5;
+    p.weight_panels = true;
     return p;
 }
 
@@ -148,10 +149,10 @@ void qkv_model_release_decode_memory(qkv_model *m) {
     if (m) qkv_session_free(take_spare(m));
 }
 
-/* Whether s is a session of model m with p's kernels, cache mode and arena (any sizes). */
+/* Whether s is a session of model m with p's kernels, cache mode, arena and panels (any sizes). */
 static bool session_same_kind(const qkv_session *s, const qkv_model *m, const qkv_session_params *p) {
     return s->m == m && s->p.kernels == p->kernels && s->p.use_cache == p->use_cache &&
-           s->p.arena_bytes == p->arena_bytes;
+           s->p.arena_bytes == p->arena_bytes && s->p.weight_panels == p->weight_panels;
 }
 
 /* Whether s can serve a call that needs p: the same kind, and at least its rows and lengths. */
@@ -180,6 +181,7 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     sp_.max_src_len = ed ? j->src_max : 0;
     sp_.use_cache = j->p.use_cache;
     sp_.kernels = j->p.kernels;
+    sp_.weight_panels = j->p.weight_panels;
     qkv_session *s = take_spare(m);
     qkv_session_params both = sp_;
     if (s && !session_fits(s, m, &sp_)) {

@@ -47,6 +47,7 @@ qkv_session_params qkv_session_default_params(void) {
     p.use_cache = true;
     p.kernels = QKV_KERNELS_FAST;
     p.arena_bytes = 0;
+    p.weight_panels = true;
     return p;
 }
 
@@ -178,6 +179,9 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         if (p->arena_bytes) cp.arena_bytes = p->arena_bytes;
         st = qkv_ctx_new(&cp, &s->ctx);
     }
+    /* no panels where they cannot apply; none either when their store cannot be had: the steps
+     * then multiply every weight in place, with the same results */
+    if (!st && p->weight_panels && qkv__gemm_panels_available()) s->panels = qkv__panels_new();
     if (!st) {
         qkv_ctx_set_grad_enabled(s->ctx, false);
         /* measure run: the largest steps (every row at the last position and at the one before)
@@ -227,6 +231,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
 void qkv_session_free(qkv_session *s) {
     if (!s) return;
     qkv_ctx_free(s->ctx);
+    qkv__panels_free(s->panels);
     free(s->self_kv);
     free(s->cross_kv);
     free(s->memory);
@@ -313,6 +318,8 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     s->S = S;
     s->t = 0;
     s->self_rows_used = false;
+    qkv__panels_invalidate(s->panels); /* the weights may have changed since the last batch */
+    s->batch_steps = 0;
     memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
     for (int32_t r = 0; r < s->p.max_rows; r++) {
         s->src_of[r] = r < B ? r : -1;
@@ -354,6 +361,8 @@ qkv_status qkv_session_start(qkv_session *s, int32_t n_rows) {
     s->S = 0;
     s->self_rows_used = false;
     s->started = true;
+    qkv__panels_invalidate(s->panels); /* as qkv_session_encode */
+    s->batch_steps = 0;
     qkv__session_sync_headers(s);
     return QKV_OK;
 }

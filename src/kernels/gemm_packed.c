@@ -62,6 +62,8 @@
     !defined(QKV_DOUBLE)
 #include <immintrin.h>
 #include <pthread.h>
+
+#include "transpose16.h"
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif
@@ -80,11 +82,9 @@ enum {
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
-/* The mask of a 16-lane vector's first n lanes (none for n <= 0, all for n >= 16): for a run of
- * n columns, first_lanes(n) covers its first vector and first_lanes(n - 16) its second. */
-static inline __mmask16 first_lanes(int64_t n) {
-    return n <= 0 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
-}
+/* first_lanes(n): the mask of a 16-lane vector's first n lanes (transpose16.h): for a run of n
+ * columns, first_lanes(n) covers its first vector and first_lanes(n - 16) its second. */
+#define first_lanes qkv__first_lanes
 
 /* The micro-kernel: acc = sum over p < kc of ap[p][0..12) (outer) bp[p][0..32), in order of p,
  * then C[0..mr)[0..nr) = beta C + alpha acc (beta = 0: C not read; beta = 1: C + alpha acc), or,
@@ -137,41 +137,14 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
 }
 
 /* dst[p ds + l] = src[l ld + p] for lanes l < rows (<= 16; lanes rows..16 zero), p < kc, storing
- * the lanes in `keep`: 16 x 16 blocks transposed in registers (unpack, shuffle, 128-bit lane
- * shuffles). Packs a row-major operand whose k runs along its rows. */
+ * the lanes in `keep`: 16 x 16 blocks transposed in registers (transpose16.h). Packs a row-major
+ * operand whose k runs along its rows. */
 AVX512 static void pack_transposed(int rows, int64_t kc, const float *src, int64_t ld, float *restrict dst,
                                    int64_t ds, __mmask16 keep) {
     for (int64_t p = 0; p < kc; p += 16) {
         const int64_t rem = min64(16, kc - p);
-        const __mmask16 km = first_lanes(rem);
-        __m512 r[16], t[16], o[16];
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + i * ld + p) : _mm512_setzero_ps();
-        /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (k = 4L + 0, 1 and 4L + 2, 3 in 128-bit lane L) */
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; i++) {
-            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-        }
-        /* r[4i + j], lane L: rows 4i .. 4i+3 at k = 4L + j */
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
-            r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
-            r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-            r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-        }
-        /* o[k]: lane L of r[4i + j] for i = 0..3 gathers rows 0..15 at k = 4L + j */
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            const __m512 x = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), y = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-            const __m512 z = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88),
-                         w = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
-            o[j] = _mm512_shuffle_f32x4(x, z, 0x88);
-            o[8 + j] = _mm512_shuffle_f32x4(x, z, 0xDD);
-            o[4 + j] = _mm512_shuffle_f32x4(y, w, 0x88);
-            o[12 + j] = _mm512_shuffle_f32x4(y, w, 0xDD);
-        }
+        __m512 o[16];
+        qkv__transpose16(rows, rem, src + p, ld, o);
         for (int q = 0; q < rem; q++) _mm512_mask_storeu_ps(dst + (p + q) * ds, keep, o[q]);
     }
 }

@@ -313,6 +313,10 @@ void qkv__gemm_small_m_lanes(int lanes) {
 
 static bool wide_lanes(void) { return __builtin_cpu_supports("avx512f") && requested_lanes != 8; }
 
+bool qkv__gemm_small_m_wide(void) {
+    return qkv__gemm_small_m_available() && wide_lanes();
+}
+
 bool qkv__gemm_small_m_available(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
@@ -373,6 +377,9 @@ void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const 
 }
 #else
 bool qkv__gemm_small_m_available(void) { return false; }
+bool qkv__gemm_small_m_wide(void) {
+    return false;
+}
 void qkv__gemm_small_m_lanes(int lanes) { (void)lanes; }
 
 void qkv__gemm_small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,

@@ -106,6 +106,11 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O));
         return y;
     }
+    /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
+    if (ctx->panels && pick_gemm(ctx) == qkv_gemm &&
+        qkv__panels_linear(ctx->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
+                           *bias ? qkv__data(*bias) : NULL, yd))
+        return y;
     /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the
      * two steps below) */
     if (*bias && pick_gemm(ctx) == qkv_gemm &&

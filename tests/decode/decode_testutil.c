@@ -198,3 +198,19 @@ void dt_mha(qkv_mha *m, qkv_params **p, const qkv_mha_config *cfg, const char *p
     CHECK_OK(qkv_params_finalize(*p));
     qkv_mha_reset_parameters(m, seed);
 }
+
+bool dt_same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y) {
+    if (x->batch != y->batch || x->n_best != y->n_best) return false;
+    for (int32_t b = 0; b < x->batch; b++) {
+        if (x->count[b] != y->count[b]) return false;
+        for (int32_t i = 0; i < x->count[b]; i++) {
+            const qkv_hypothesis *a = &x->hyp[b * x->n_best + i], *c = &y->hyp[b * y->n_best + i];
+            if (a->length != c->length || a->finished != c->finished ||
+                memcmp(a->tokens, c->tokens, sizeof(int32_t) * (size_t)a->length) != 0 ||
+                memcmp(&a->score, &c->score, sizeof a->score) != 0 ||
+                memcmp(&a->norm_score, &c->norm_score, sizeof a->norm_score) != 0)
+                return false;
+        }
+    }
+    return true;
+}

@@ -53,6 +53,10 @@ void dt_mha(qkv_mha *m, qkv_params **p, const qkv_mha_config *cfg, const char *p
 
 qkv_decode_params dt_params(qkv_decode_strategy strategy);
 
+/* Whether two decode results are the same bits: counts, and per hypothesis its length, finished
+ * flag, tokens, score and normalised score. */
+bool dt_same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y);
+
 /* Sum of log p(tokens[g] | prefix) under the full forward: encoder-decoder with prefix [BOS] +
  * tokens[<g] and source src (src_len ids), or decoder-only with prefix prompt + tokens[<g]. The
  * padding token's probability is kept in the normaliser (as the decoders do). */

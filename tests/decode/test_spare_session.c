@@ -27,23 +27,6 @@ static qkv_status run(const qkv_model *m, const int32_t *in, const int32_t *lens
                                            : qkv_decode(m, in, lens, batch, p, h);
 }
 
-/* Whether the two results are the same bits. */
-static bool same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y) {
-    if (x->batch != y->batch || x->n_best != y->n_best) return false;
-    for (int32_t b = 0; b < x->batch; b++) {
-        if (x->count[b] != y->count[b]) return false;
-        for (int32_t i = 0; i < x->count[b]; i++) {
-            const qkv_hypothesis *a = &x->hyp[b * x->n_best + i], *c = &y->hyp[b * y->n_best + i];
-            if (a->length != c->length || a->finished != c->finished ||
-                memcmp(a->tokens, c->tokens, sizeof(int32_t) * (size_t)a->length) != 0 ||
-                memcmp(&a->score, &c->score, sizeof a->score) != 0 ||
-                memcmp(&a->norm_score, &c->norm_score, sizeof a->norm_score) != 0)
-                return false;
-        }
-    }
-    return true;
-}
-
 /* The bits of a call on a reused spare (after `first`) and on a fresh session. */
 static void check_reused_equals_fresh(qkv_model *m, const int32_t *in0, const int32_t *lens0, int32_t n0,
                                       const qkv_decode_params *p0, const int32_t *in, const int32_t *lens, int32_t n,
@@ -56,7 +39,8 @@ static void check_reused_equals_fresh(qkv_model *m, const int32_t *in0, const in
     CHECK_MSG(m->decode_spare && ((const qkv_session *)m->decode_spare)->serial == serial, "%s: not reused", what);
     qkv_model_release_decode_memory(m);
     CHECK_OK(run(m, in, lens, n, p, &fresh));
-    CHECK_MSG(same_bits(&reused, &fresh), "%s: the reused session's results differ from a fresh one's", what);
+    CHECK_MSG(dt_same_bits(&reused, &fresh),
+              "%s: the reused session's results differ from a fresh one's", what);
     qkv_hypotheses_free(&first);
     qkv_hypotheses_free(&reused);
     qkv_hypotheses_free(&fresh);
@@ -111,14 +95,16 @@ TEST(decode_reuses_the_spare_session_with_a_fresh_sessions_bits) {
             qkv_model_release_decode_memory(m);
             CHECK(m->decode_spare == NULL);
             CHECK_OK(run(m, small_in, small_lens, 2, &p, &fresh)); /* on a new session */
-            CHECK_MSG(same_bits(&reused, &fresh), "%s strategy %d: the reused session's results differ from a fresh one's",
+            CHECK_MSG(dt_same_bits(&reused, &fresh),
+                      "%s strategy %d: the reused session's results differ from a fresh one's",
                       arch ? "LM" : "seq2seq", (int)strategies[k]);
             /* the small session does not fit the large call: replaced by one that does */
             qkv_hypotheses again;
             CHECK_OK(run(m, big_in, big_lens, NB, &big, &again));
             const qkv_session *s = m->decode_spare;
             CHECK(s != NULL && s->p.max_rows >= NB * big.beam_size);
-            CHECK_MSG(same_bits(&h_big, &again), "%s: the large call's results changed", arch ? "LM" : "seq2seq");
+            CHECK_MSG(dt_same_bits(&h_big, &again), "%s: the large call's results changed",
+                      arch ? "LM" : "seq2seq");
             qkv_hypotheses_free(&h_big);
             qkv_hypotheses_free(&reused);
             qkv_hypotheses_free(&fresh);

@@ -1,0 +1,307 @@
+/*
+ * gemm_panels.c: y = x W^T (+ b) for the 8-96 rows of a decoding step from a copy of the weight W
+ * (n, k) repacked for them, with exactly the bits of the small-M kernel on 16 lanes
+ * (gemm_small_m.c), which it replaces there; and the per-session store of those copies.
+ *
+ * Why: at M = 16 a decoding step's products stream every weight from memory once, and the small
+ * kernel, which reads W in place (a 4 x 6 block of x rows and W rows, 10 vector loads per 24 FMAs,
+ * a horizontal sum per element), waits on that stream: config B's step products take 5.6 ms
+ * streamed against ~4.2 in cache. From a copy laid out for the product, one sequential stream
+ * per thread with one vector load of W per 16 FMAs, they take 4.3 ms (BENCHMARKS.md, "Session 16").
+ *
+ * The bits. The small-M kernel computes element (i, j) as 16 partial sums, lane l taking the
+ * terms k = 16 s + l in increasing s with FMA from +0, then the lanes added in a fixed tree:
+ *
+ *   (((v0+v8) + (v4+v12)) + ((v2+v10) + (v6+v14))) + (((v1+v9) + (v5+v13)) + ((v3+v11) + (v7+v15)))
+ *
+ * and y = sum (+ b_j). Here the lanes hold 16 rows of W, and k is stored residue-major:
+ *
+ *   panel[q][off[l] + s][r] = W[16 q + r][16 s + l]      (panel q: rows 16 q .. 16 q + 15 of W)
+ *
+ * (off[l]: how many k hold the residues before l). Residue l's loop runs
+ * acc[i] += x[i][16 s + l] (broadcast) * panel[q][off[l] + s] over s for up to 16 rows i of x at
+ * once, so lane r of acc[i] is the small kernel's partial sum l of element (i, 16 q + r): the same
+ * FMAs on the same operands in the same order. The 16 partials of each row are kept, added in
+ * the same tree lane-wise, and the bias added: the same bits for every m, n, k and thread count
+ * (tests/ops/test_gemm_panels.c compares them with memcmp). x is transposed into the same
+ * residue-major order (16 x 16 blocks in registers, transpose16.h) at every product; W when its
+ * copy is filled, by the thread that then multiplies it, while the panel is still in its cache.
+ *
+ * Session 14 measured panels in the packed GEMM's order (one sum per element over k) and did not
+ * keep them: they would have moved the decoding step's products into another bits class
+ * (docs/design.md). The residue order keeps the class.
+ *
+ * The store (qkv__panels): a decoding session's copies, one per weight met, keyed by the weight's
+ * address and shape, each filled at its first product after qkv__panels_invalidate. The session
+ * invalidates at every batch (qkv_session_encode, qkv_session_start): the weights may change
+ * between batches (a training loop's evaluations), never during one. Copies of 2 MiB or more get
+ * transparent huge pages (core/hugepages.c): they are written whole at once, and read as streams.
+ */
+#include "../core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct panel_copy {
+    const qkv_real *w; /* the weight it copies (its address and shape are the key) */
+    int64_t n, k;
+    float *panels; /* qkv__panels_floats(n, k) */
+    size_t bytes;
+    bool filled; /* since the last invalidation */
+};
+
+struct qkv__panels {
+    struct panel_copy *copies;
+    int64_t count, cap;
+    float *at; /* x transposed, residue-major: ceil(m / 16) 16 k floats */
+    size_t at_floats;
+};
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
+#include <immintrin.h>
+
+#include "transpose16.h"
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
+
+#define AVX512 __attribute__((target("avx512f")))
+
+enum {
+    GROUP = 16, /* rows of x per pass over a panel: 16 accumulators (plus W's vector) */
+    NEAR = 24,  /* panel slots (64 bytes each) prefetched ahead into L1 .. */
+    FAR = 192,  /* .. and into L2 (12 KiB): tried 8 / 128, 24 / 384, 48 / 256, 64 / 1024, all
+                 * within 2 % at M = 16; 32 / 512 was 5-7 % slower */
+};
+
+static inline int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+size_t qkv__panels_floats(int64_t n, int64_t k) {
+    return (size_t)((n + 15) / 16) * 16 * (size_t)k;
+}
+
+bool qkv__gemm_panels_available(void) {
+    return __builtin_cpu_supports("avx512f") && qkv__gemm_small_m_wide();
+}
+
+/* off[l] = the first slot of residue l (k = l, l + 16, ..), off[16] = k. */
+static void residue_offsets(int64_t k, int64_t off[17]) {
+    off[0] = 0;
+    for (int l = 0; l < 16; l++)
+        off[l + 1] = off[l] + (k > l ? (k - l + 15) / 16 : 0);
+}
+
+/* Blocks [b0, b1) of 16 k of `rows` (<= 16) rows of src (leading dimension ld), transposed into
+ * the residue-major slots of dst: dst[(off[l] + s) 16 + r] = src[r ld + 16 s + l], lanes past
+ * rows zero. */
+AVX512 static void pack_residue(int rows, int64_t k, int64_t b0, int64_t b1, const float *src,
+                                int64_t ld, const int64_t off[17], float *restrict dst) {
+    for (int64_t s = b0; s < b1; s++) {
+        const int64_t cols = min64(16, k - 16 * s);
+        __m512 o[16];
+        qkv__transpose16(rows, cols, src + 16 * s, ld, o);
+        for (int l = 0; l < cols; l++)
+            _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+    }
+}
+
+/*
+ * Rows i < mr of a group of x (at: its residue-major transpose, at[t][i]) against one panel:
+ * per residue, the 16 accumulators over its slots, then the small kernel's tree over the residues,
+ * lane-wise (its first level, l + (l + 8), as residue l + 8 ends), and y[i][0 .. nn) = sum (+
+ * bias). The panel's stream is prefetched NEAR and FAR slots ahead up to pf_end (NULL: not, the
+ * panel was just written). While copies are being filled, next_w (unless NULL) are the 16 rows of W
+ * (leading dimension k) the next panel copies: one of their k lines is prefetched per slot, all of
+ * them by the end. mr is a constant at each call site but the last group's, so the loops unroll
+ * into register code.
+ */
+AVX512 __attribute__((always_inline)) static inline void
+group_panel(int mr, const int64_t off[17], const float *restrict at, const float *restrict pan,
+            const float *pf_end, const float *next_w, int64_t k, const float *bias, float *y,
+            int64_t ldy, int nn) {
+    __m512 part[8][GROUP]; /* residue l < 8's sums, then those plus residue l + 8's */
+    for (int l = 0; l < 16; l++) {
+        __m512 acc[GROUP];
+#pragma GCC unroll 16
+        for (int i = 0; i < GROUP; i++)
+            acc[i] = _mm512_setzero_ps();
+        for (int64_t t = off[l]; t < off[l + 1]; t++) {
+            __m512 wv = _mm512_load_ps(pan + t * 16);
+            __asm__("" : "+v"(wv)); /* one load for the 16 FMAs, not one folded into each */
+            if (pf_end && pan + (t + FAR) * 16 < pf_end) {
+                _mm_prefetch((const char *)(pan + (t + NEAR) * 16), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pan + (t + FAR) * 16), _MM_HINT_T1);
+            }
+            if (next_w)
+                _mm_prefetch((const char *)(next_w + (t & 15) * k + (t >> 4) * 16), _MM_HINT_T0);
+            const float *xt = at + t * 16;
+#pragma GCC unroll 16
+            for (int i = 0; i < GROUP; i++)
+                if (i < mr) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i]), wv, acc[i]);
+        }
+        if (l < 8) {
+#pragma GCC unroll 16
+            for (int i = 0; i < GROUP; i++)
+                if (i < mr) part[l][i] = acc[i];
+        } else { /* the tree's first level as soon as both its operands exist */
+#pragma GCC unroll 16
+            for (int i = 0; i < GROUP; i++)
+                if (i < mr) part[l - 8][i] = _mm512_add_ps(part[l - 8][i], acc[i]);
+        }
+    }
+    const __mmask16 lanes = qkv__first_lanes(nn);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(lanes, bias) : _mm512_setzero_ps();
+    for (int i = 0; i < mr; i++) {
+        __m512 s4[4];
+        for (int l = 0; l < 4; l++)
+            s4[l] = _mm512_add_ps(part[l][i], part[l + 4][i]);
+        __m512 sum = _mm512_add_ps(_mm512_add_ps(s4[0], s4[2]), _mm512_add_ps(s4[1], s4[3]));
+        if (bias) sum = _mm512_add_ps(sum, b);
+        _mm512_mask_storeu_ps(y + i * ldy, lanes, sum);
+    }
+}
+
+AVX512 void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
+                             float *panels, bool pack, const float *bias, float *y, float *at) {
+    if (m <= 0 || n <= 0 || k <= 0) return;
+    int64_t off[17];
+    residue_offsets(k, off);
+    const int64_t np = (n + 15) / 16, groups = (m + GROUP - 1) / GROUP, kblocks = (k + 15) / 16;
+    const bool parallel = m * n * k > ((int64_t)1 << 18); /* the small kernel's threshold */
+    (void)parallel;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel if (parallel)
+#endif
+    {
+#ifdef QKV_WITH_OPENMP
+        const int64_t team = omp_get_num_threads(), id = omp_get_thread_num();
+#pragma omp for schedule(static)
+#else
+        const int64_t team = 1, id = 0;
+#endif
+        for (int64_t gb = 0; gb < groups * kblocks; gb++) { /* x transposed, shared by the team */
+            const int64_t g = gb / kblocks, s = gb % kblocks;
+            pack_residue((int)min64(GROUP, m - g * GROUP), k, s, s + 1, x + g * GROUP * k, k, off,
+                         at + g * GROUP * k);
+        }
+        /* (the loop's barrier: at is complete) each thread its run of panels, which changes no
+         * result: every element is one panel's sums */
+        const int64_t q0 = np * id / team, q1 = np * (id + 1) / team;
+        const float *run_end = pack ? NULL : panels + q1 * 16 * k;
+        for (int64_t q = q0; q < q1; q++) {
+            const int nn = (int)min64(16, n - 16 * q);
+            float *pan = panels + q * 16 * k;
+            if (pack) pack_residue(nn, k, 0, kblocks, w + 16 * q * k, k, off, pan);
+            for (int64_t g = 0; g < groups; g++) {
+                const int mr = (int)min64(GROUP, m - g * GROUP);
+                const float *xt = at + g * GROUP * k, *bq = bias ? bias + 16 * q : NULL;
+                float *yq = y + g * GROUP * n + 16 * q;
+                const float *next_w = pack && g == 0 && q + 1 < q1 ? w + 16 * (q + 1) * k : NULL;
+                if (mr == GROUP)
+                    group_panel(GROUP, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+                else if (mr == 8)
+                    group_panel(8, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+                else
+                    group_panel(mr, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+            }
+        }
+    }
+}
+#else
+size_t qkv__panels_floats(int64_t n, int64_t k) {
+    return (size_t)((n + 15) / 16) * 16 * (size_t)k;
+}
+bool qkv__gemm_panels_available(void) {
+    return false;
+}
+void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
+                      float *panels, bool pack, const float *bias, float *y, float *at) {
+    (void)m, (void)n, (void)k, (void)x, (void)w, (void)panels, (void)pack, (void)bias, (void)y,
+        (void)at;
+}
+#endif
+
+qkv__panels *qkv__panels_new(void) {
+    return calloc(1, sizeof(qkv__panels));
+}
+
+void qkv__panels_free(qkv__panels *p) {
+    if (!p) return;
+    for (int64_t i = 0; i < p->count; i++)
+        free(p->copies[i].panels);
+    free(p->copies);
+    free(p->at);
+    free(p);
+}
+
+void qkv__panels_invalidate(qkv__panels *p) {
+    for (int64_t i = 0; p && i < p->count; i++)
+        p->copies[i].filled = false;
+}
+
+size_t qkv__panels_bytes(const qkv__panels *p) {
+    size_t bytes = 0;
+    for (int64_t i = 0; p && i < p->count; i++)
+        bytes += p->copies[i].bytes;
+    return bytes;
+}
+
+#ifndef QKV_DOUBLE
+/* 64-byte aligned memory for `floats` floats; 2 MiB aligned with huge pages asked for from 2 MiB
+ * on. NULL when out of memory. */
+static float *copy_alloc(size_t floats, size_t *bytes) {
+    const size_t huge = (size_t)2 << 20;
+    *bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    if (*bytes < huge) return aligned_alloc(64, *bytes);
+    *bytes = (*bytes + huge - 1) & ~(huge - 1);
+    float *f = aligned_alloc(huge, *bytes);
+    qkv__advise_huge_pages(f, *bytes);
+    return f;
+}
+
+/* The copy of w (n, k), a new (unfilled) one when there is none; NULL when out of memory. */
+static struct panel_copy *copy_of(qkv__panels *p, const qkv_real *w, int64_t n, int64_t k) {
+    for (int64_t i = 0; i < p->count; i++)
+        if (p->copies[i].w == w && p->copies[i].n == n && p->copies[i].k == k) return &p->copies[i];
+    if (p->count == p->cap) {
+        const int64_t cap = p->cap ? 2 * p->cap : 64;
+        struct panel_copy *grown = realloc(p->copies, sizeof *grown * (size_t)cap);
+        if (!grown) return NULL;
+        p->copies = grown;
+        p->cap = cap;
+    }
+    struct panel_copy *c = &p->copies[p->count];
+    *c = (struct panel_copy){w, n, k, NULL, 0, false};
+    if (!(c->panels = copy_alloc(qkv__panels_floats(n, k), &c->bytes))) return NULL;
+    p->count++;
+    return c;
+}
+
+#endif
+
+bool qkv__panels_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, const qkv_real *x,
+                        const qkv_real *w, const qkv_real *bias, qkv_real *y) {
+#ifdef QKV_DOUBLE
+    (void)p, (void)m, (void)n, (void)k, (void)x, (void)w, (void)bias, (void)y;
+    return false;
+#else
+    if (!p || m < QKV_PANELS_MIN_ROWS || n * k * (int64_t)sizeof(float) < QKV_PANELS_MIN_BYTES ||
+        !qkv__gemm_uses_small_m(false, true, m, n, k) || !qkv__gemm_panels_available())
+        return false;
+    const size_t at_floats = (size_t)((m + 15) / 16) * 16 * (size_t)k;
+    if (p->at_floats < at_floats) {
+        float *at = aligned_alloc(64, at_floats * sizeof(float));
+        if (!at) return false;
+        free(p->at);
+        p->at = at;
+        p->at_floats = at_floats;
+    }
+    struct panel_copy *c = copy_of(p, w, n, k);
+    if (!c) return false;
+    qkv__gemm_panels(m, n, k, x, w, c->panels, !c->filled, bias, y, p->at);
+    c->filled = true;
+    return true;
+#endif
+}

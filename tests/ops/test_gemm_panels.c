@@ -1,0 +1,119 @@
+/*
+ * test_gemm_panels.c: the weight panels (src/kernels/gemm_panels.c), y = x W^T (+ b) for the
+ * few rows of a decoding step from W repacked residue-major, against the small-M kernel on 16
+ * lanes whose bits they must have.
+ *
+ * - Bits: memcmp against qkv__gemm_small_m (alpha 1, beta 0) and qkv__gemm_small_m_bias on random
+ *   floats of mixed magnitudes (where any other order of the sums would round differently), for
+ *   rows 1 .. 96 across the groups of 16 (full, 8, and tails), W's rows in whole panels and with a
+ *   tail, k in whole blocks of 16, with a tail and below 16 (residues with no terms), on 1 and 2
+ *   threads; from panels being filled (pack) and from filled ones.
+ * - Only y's n columns are written (a sentinel past them, in a wider buffer, stays).
+ * - The store (qkv__panels_linear): declines where the rule does not hold (rows below 8, above
+ *   the small kernel's 96, a weight under 1 MiB), fills a copy once and multiplies from it, and
+ *   after qkv__panels_invalidate refills it from the weight's new values.
+ * Skipped where the panels cannot run (double build, no AVX-512F).
+ */
+#include "testutil.h"
+
+#include "../../src/core/internal.h"
+
+#ifndef QKV_DOUBLE
+#define NEED_PANELS()                                                                              \
+    do {                                                                                           \
+        if (!qkv__gemm_panels_available()) SKIP("the weight panels need x86-64 AVX-512F");         \
+    } while (0)
+
+/* Uniform in [-1, 1) times 2^e, e in [-8, 8): sums whose order shows in the last bits. */
+static float *mixed(int64_t n, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tu_fill_uniform(x, n, -1, 1, seed);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = ldexpf(x[i], (int)((i * 7 + (int64_t)seed) % 16) - 8);
+    return x;
+}
+
+static float *aligned_floats(size_t n) {
+    return aligned_alloc(64, (sizeof(float) * (n ? n : 1) + 63) & ~(size_t)63);
+}
+
+/* qkv__gemm_panels (filling the panels, then from them) against the small kernel on 16 lanes. */
+static void bits_case(int64_t m, int64_t n, int64_t k, bool with_bias, int threads) {
+    float *x = mixed(m * k, 1 + (uint64_t)(m * 131 + k)), *w = mixed(n * k, 2 + (uint64_t)(n + k)),
+          *b = with_bias ? mixed(n, 3) : NULL;
+    float *want = malloc(sizeof(float) * (size_t)(m * n)),
+          *got = malloc(sizeof(float) * (size_t)(m * n + 1));
+    float *panels = aligned_floats(qkv__panels_floats(n, k)),
+          *at = aligned_floats((size_t)((m + 15) / 16 * 16 * k));
+    qkv_set_num_threads(threads);
+    qkv__gemm_small_m_lanes(16);
+    if (b)
+        qkv__gemm_small_m_bias(m, n, k, 1, x, k, w, k, b, want, n);
+    else
+        qkv__gemm_small_m(m, n, k, 1, x, k, w, k, 0, want, n);
+    qkv__gemm_small_m_lanes(0);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = 0; i <= m * n; i++)
+            got[i] = -7.0f; /* sentinel, also just past y */
+        qkv__gemm_panels(m, n, k, x, w, panels, pass == 0, b, got, at);
+        CHECK_MSG(memcmp(want, got, sizeof(float) * (size_t)(m * n)) == 0,
+                  "m %lld n %lld k %lld bias %d threads %d %s: not the small kernel's bits",
+                  (long long)m, (long long)n, (long long)k, with_bias, threads,
+                  pass ? "from panels" : "packing");
+        CHECK_MSG(got[m * n] == -7.0f, "wrote past y (m %lld n %lld k %lld)", (long long)m,
+                  (long long)n, (long long)k);
+    }
+    free(x), free(w), free(b), free(want), free(got), free(panels), free(at);
+}
+#else
+#define NEED_PANELS() SKIP("the weight panels are a float kernel")
+#endif
+
+TEST(panels_have_the_bits_of_the_small_m_kernel) {
+    NEED_PANELS();
+#ifndef QKV_DOUBLE
+    const int saved = qkv_get_num_threads();
+    static const int64_t rows[] = {1, 3, 8, 13, 16, 17, 24, 40, 96};
+    static const int64_t shapes[][2] = {{16, 16}, {37, 100}, {130, 9}, {512, 512}, {70, 1030}};
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+                bits_case(rows[r], shapes[s][0], shapes[s][1], (r + s) % 2 == 0, threads);
+    qkv_set_num_threads(saved);
+#endif
+}
+
+TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
+    NEED_PANELS();
+#ifndef QKV_DOUBLE
+    const int64_t n = 512, k = 512; /* 1 MiB: the smallest weight the store takes */
+    float *w = mixed(n * k, 11), *x = mixed(96 * k, 12), *b = mixed(n, 13);
+    float *want = malloc(sizeof(float) * (size_t)(96 * n)),
+          *got = malloc(sizeof(float) * (size_t)(96 * n));
+    qkv__panels *p = qkv__panels_new();
+    CHECK(p != NULL);
+    CHECK(!qkv__panels_linear(p, 7, n, k, x, w, b, got));      /* fewer than 8 rows */
+    CHECK(!qkv__panels_linear(p, 97, n, k, x, w, b, got));     /* more than the small kernel's 96 */
+    CHECK(!qkv__panels_linear(p, 16, n - 1, k, x, w, b, got)); /* under 1 MiB */
+    CHECK(qkv__panels_bytes(p) == 0);
+    qkv__gemm_small_m_bias(16, n, k, 1, x, k, w, k, b, want, n);
+    CHECK(qkv__panels_linear(p, 16, n, k, x, w, b, got));
+    CHECK(memcmp(want, got, sizeof(float) * (size_t)(16 * n)) == 0);
+    const size_t bytes = qkv__panels_bytes(p);
+    CHECK(bytes >= sizeof(float) * (size_t)(n * k));
+    CHECK(qkv__panels_linear(p, 96, n, k, x, w, NULL, got)); /* the same copy, now read */
+    CHECK(qkv__panels_bytes(p) == bytes);
+    qkv__gemm_small_m(96, n, k, 1, x, k, w, k, 0, want, n);
+    CHECK(memcmp(want, got, sizeof(float) * (size_t)(96 * n)) == 0);
+    for (int64_t i = 0; i < n * k; i++)
+        w[i] = -w[i] * 0.5f;   /* the weight changes .. */
+    qkv__panels_invalidate(p); /* .. and the store is told */
+    CHECK(qkv__panels_linear(p, 16, n, k, x, w, b, got));
+    qkv__gemm_small_m_bias(16, n, k, 1, x, k, w, k, b, want, n);
+    CHECK_MSG(memcmp(want, got, sizeof(float) * (size_t)(16 * n)) == 0,
+              "the copy was not refilled");
+    CHECK(qkv__panels_bytes(p) == bytes);
+    qkv__panels_free(p);
+    free(w), free(x), free(b), free(want), free(got);
+#endif
+}

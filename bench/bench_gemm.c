@@ -18,8 +18,10 @@
  * meets them: the 6 decoder layers' weights (self-attention in / out, cross-attention query / out,
  * feed-forward up / down) and the output projection, 26 M floats (104 MB, far past the caches) in
  * separate 64-byte-aligned buffers, x W^T through each in turn with M = 1, 4 and 16 rows; qkv_gemm
- * (the small-M kernel at these M) and cblas_sgemm alternate, 3 warm-up passes, then the median of
- * 15 passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9").
+ * (the small-M kernel at these M: 1, 4, 8, 16 and 80 rows) and cblas_sgemm alternate, and on
+ * CPUs that run them the weight panels (src/kernels/gemm_panels.c) from copies filled beforehand,
+ * as a session's steps after its first two read them; 3 warm-up passes, then the median of 15
+ * passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9", "Session 16").
  *
  *   build/release/bench_gemm --few-rows [--threads N] [--lanes 8|16]
  *
@@ -259,11 +261,17 @@ static int packed_table(void) {
 }
 
 static int decode_step(void) {
-    enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3 };
+    enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3, MAX_M = 96 };
     static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
                                                         {512, 512}, {2048, 512}, {512, 2048}}; /* (N, K) */
     qkv_real *w[N_W] = {0};
+    float *panels[N_W] = {0}; /* the weight panels' copies, where the CPU runs them */
     int64_t wn[N_W], wk[N_W];
+#ifndef QKV_DOUBLE
+    const int impls = qkv__gemm_panels_available() ? 3 : 2;
+#else
+    const int impls = 2;
+#endif
     double bytes = 0, macs_per_row = 0;
     for (int i = 0; i < N_W; i++) {
         wn[i] = i < LAYERS * PER_LAYER ? layer_shapes[i % PER_LAYER][0] : 8000;
@@ -275,39 +283,60 @@ static int decode_step(void) {
             return 1;
         }
         for (int64_t j = 0; j < wn[i] * wk[i]; j++) w[i][j] = (qkv_real)((j % 13) * 0.01 - 0.06);
+#ifndef QKV_DOUBLE
+        if (impls == 3 && !(panels[i] = aligned_alloc(64, sizeof(float) * qkv__panels_floats(wn[i], wk[i])))) {
+            fprintf(stderr, "bench_gemm: out of memory\n");
+            for (int j = 0; j <= i; j++) free(w[j]), free(panels[j]);
+            return 1;
+        }
+#endif
         bytes += (double)size;
         macs_per_row += (double)(wn[i] * wk[i]);
     }
-    qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * 16 * 2048), *c = aligned_alloc(64, sizeof(qkv_real) * 16 * 8000);
-    if (!a || !c) {
+    qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * MAX_M * 2048), *c = aligned_alloc(64, sizeof(qkv_real) * MAX_M * 8000);
+    float *at = aligned_alloc(64, sizeof(float) * MAX_M * 2048); /* the panels' x transposed */
+    if (!a || !c || !at) {
         fprintf(stderr, "bench_gemm: out of memory\n");
-        for (int i = 0; i < N_W; i++) free(w[i]);
-        free(a), free(c);
+        for (int i = 0; i < N_W; i++) free(w[i]), free(panels[i]);
+        free(a), free(c), free(at);
         return 1;
     }
-    for (int64_t i = 0; i < 16 * 2048; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+    for (int64_t i = 0; i < MAX_M * 2048; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+#ifndef QKV_DOUBLE
+    for (int i = 0; i < N_W && impls == 3; i++) /* filled once: what a session's later steps read */
+        qkv__gemm_panels(1, wn[i], wk[i], a, w[i], panels[i], true, NULL, c, at);
+#endif
     printf("qkv %s, %d thread(s); a config-B decoding step's weights: %.1f MB, streamed each pass\n", qkv_version(),
            qkv_get_num_threads(), bytes / 1e6);
     printf("%-6s %-10s %10s %10s %10s\n", "rows", "impl", "ms/pass", "GB/s", "GFLOP/s");
-    static const int64_t rows[] = {1, 4, 16};
+    static const int64_t rows[] = {1, 4, 8, 16, 80};
+    static const char *const names[3] = {"qkv", "cblas", "panels"};
     for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
         const int64_t m = rows[r];
-        double t[2][PASSES];
+        double t[3][PASSES];
         for (int pass = 0; pass < WARMUP + PASSES; pass++)
-            for (int which = 0; which < 2; which++) { /* alternate: drift hits both alike */
+            for (int which = 0; which < impls; which++) { /* alternate: drift hits all alike */
                 const double t0 = bench_now();
-                for (int i = 0; i < N_W; i++) run(which ? IMPL_CBLAS : IMPL_QKV, true, m, wn[i], wk[i], a, w[i], c);
+                for (int i = 0; i < N_W; i++) {
+#ifndef QKV_DOUBLE
+                    if (which == 2) {
+                        qkv__gemm_panels(m, wn[i], wk[i], a, w[i], panels[i], false, NULL, c, at);
+                        continue;
+                    }
+#endif
+                    run(which ? IMPL_CBLAS : IMPL_QKV, true, m, wn[i], wk[i], a, w[i], c);
+                }
                 if (pass >= WARMUP) t[which][pass - WARMUP] = bench_now() - t0;
             }
-        for (int which = 0; which < 2; which++) {
+        for (int which = 0; which < impls; which++) {
             qsort(t[which], PASSES, sizeof(double), cmp_double);
             const double med = t[which][PASSES / 2];
-            printf("%-6lld %-10s %10.2f %10.1f %10.1f\n", (long long)m, which ? "cblas" : "qkv", med * 1e3,
+            printf("%-6lld %-10s %10.2f %10.1f %10.1f\n", (long long)m, names[which], med * 1e3,
                    bytes / med / 1e9, 2 * macs_per_row * (double)m / med / 1e9);
         }
     }
-    for (int i = 0; i < N_W; i++) free(w[i]);
-    free(a), free(c);
+    for (int i = 0; i < N_W; i++) free(w[i]), free(panels[i]);
+    free(a), free(c), free(at);
     return 0;
 }
 

@@ -163,8 +163,35 @@ group_panel(int mr, const int64_t off[17], const float *restrict at, const float
     }
 }
 
-AVX512 void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
-                             float *panels, bool pack, const float *bias, float *y, float *at) {
+/* One thread's run of panels [q0, q1): filled from w first when pack, then multiplied by every
+ * group of x's rows. A function of its own with the AVX-512 target: the body of an OpenMP region
+ * is outlined into a function that clang compiles without the enclosing function's target. */
+AVX512 static void panel_run(int64_t q0, int64_t q1, int64_t m, int64_t n, int64_t k, const int64_t off[17],
+                             const float *at, const float *w, float *panels, bool pack, const float *bias,
+                             float *y) {
+    const int64_t groups = (m + GROUP - 1) / GROUP, kblocks = (k + 15) / 16;
+    const float *run_end = pack ? NULL : panels + q1 * 16 * k;
+    for (int64_t q = q0; q < q1; q++) {
+        const int nn = (int)min64(16, n - 16 * q);
+        float *pan = panels + q * 16 * k;
+        if (pack) pack_residue(nn, k, 0, kblocks, w + 16 * q * k, k, off, pan);
+        for (int64_t g = 0; g < groups; g++) {
+            const int mr = (int)min64(GROUP, m - g * GROUP);
+            const float *xt = at + g * GROUP * k, *bq = bias ? bias + 16 * q : NULL;
+            const float *next_w = pack && g == 0 && q + 1 < q1 ? w + 16 * (q + 1) * k : NULL;
+            float *yq = y + g * GROUP * n + 16 * q;
+            if (mr == GROUP)
+                group_panel(GROUP, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+            else if (mr == 8)
+                group_panel(8, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+            else
+                group_panel(mr, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
+        }
+    }
+}
+
+void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w, float *panels,
+                      bool pack, const float *bias, float *y, float *at) {
     if (m <= 0 || n <= 0 || k <= 0) return;
     int64_t off[17];
     residue_offsets(k, off);
@@ -188,25 +215,7 @@ AVX512 void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, co
         }
         /* (the loop's barrier: at is complete) each thread its run of panels, which changes no
          * result: every element is one panel's sums */
-        const int64_t q0 = np * id / team, q1 = np * (id + 1) / team;
-        const float *run_end = pack ? NULL : panels + q1 * 16 * k;
-        for (int64_t q = q0; q < q1; q++) {
-            const int nn = (int)min64(16, n - 16 * q);
-            float *pan = panels + q * 16 * k;
-            if (pack) pack_residue(nn, k, 0, kblocks, w + 16 * q * k, k, off, pan);
-            for (int64_t g = 0; g < groups; g++) {
-                const int mr = (int)min64(GROUP, m - g * GROUP);
-                const float *xt = at + g * GROUP * k, *bq = bias ? bias + 16 * q : NULL;
-                float *yq = y + g * GROUP * n + 16 * q;
-                const float *next_w = pack && g == 0 && q + 1 < q1 ? w + 16 * (q + 1) * k : NULL;
-                if (mr == GROUP)
-                    group_panel(GROUP, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
-                else if (mr == 8)
-                    group_panel(8, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
-                else
-                    group_panel(mr, off, xt, pan, run_end, next_w, k, bq, yq, n, nn);
-            }
-        }
+        panel_run(np * id / team, np * (id + 1) / team, m, n, k, off, at, w, panels, pack, bias, y);
     }
 }
 #else

@@ -11,7 +11,9 @@
  *            self-attention KV cache of every decoder layer (N, H, L, D), the cross-attention
  *            keys / values of the encoded source, and the tokens fed so far. Everything is
  *            allocated once by qkv_session_new for (max_rows, max_len, max_src_len); a step
- *            resets the arena, so memory does not grow with the number of steps. Rows are
+ *            resets the arena, so memory does not grow with the number of steps (but for the
+ *            weight panels, copies of the large decoder weights that a session makes at its
+ *            first batch of 8 or more rows: qkv_session_params.weight_panels). Rows are
  *            reordered or dropped with qkv_session_gather (beam search's reorder, finished
  *            sentences leaving the batch). Not thread-safe; one session per thread.
  *   decode   qkv_decode (encoder-decoder) and qkv_generate (decoder-only) run a whole search
@@ -19,9 +21,9 @@
  *
  * Memory: a decode call keeps its session with the model when it returns, and the next call on
  * that model reuses it when it is large enough (rows, positions and source length at least the
- * call's, the same kernels and cache mode): its caches and arena are already mapped, where a
- * fresh session page-faults in every byte it touches (config S greedy: ~25,000 faults, ~30 ms
- * of CPU time a call). Results are the bits a fresh session gives. A spare too small is replaced
+ * call's, the same kernels, cache mode and weight panels): its caches, arena and panels are
+ * already mapped, where a fresh session page-faults in every byte it touches (config S greedy:
+ * ~25,000 faults, ~30 ms of CPU time a call). Results are the bits a fresh session gives. A spare too small is replaced
  * by one as large as both calls need in each size (or, where that cannot be allocated, by one of
  * the call's own sizes). The spare is taken and given back atomically, so calls on one model from several
  * threads stay safe (each then works on its own session). qkv_model_free frees it;

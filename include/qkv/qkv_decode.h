@@ -64,7 +64,7 @@ typedef struct qkv_session_params {
                             a decoder weight of at least 1 MiB that a step multiplies by 8 .. 96
                             rows is copied once per batch into panels laid out for those rows
                             and multiplied from there (AVX-512F CPUs; config-B greedy steps
-                            ~10 % faster, BENCHMARKS.md "Session 16"): the same results bit for
+                            12-16 % faster, BENCHMARKS.md "Session 16"): the same results bit for
                             bit, for as much memory again as those weights (config B: 104 MB).
                             false: no copy */
 } qkv_session_params;

@@ -5,9 +5,10 @@
  *
  * Why: at M = 16 a decoding step's products stream every weight from memory once, and the small
  * kernel, which reads W in place (a 4 x 6 block of x rows and W rows, 10 vector loads per 24 FMAs,
- * a horizontal sum per element), waits on that stream: config B's step products take 5.6 ms
+ * a horizontal sum per element), waits on that stream: config B's step products take 5.8-6.0 ms
  * streamed against ~4.2 in cache. From a copy laid out for the product, one sequential stream
- * per thread with one vector load of W per 16 FMAs, they take 4.3 ms (BENCHMARKS.md, "Session 16").
+ * per thread with one vector load of W per 16 FMAs, 4.7-5.5 ms, and in cache ~90 % of the FMA
+ * peak (BENCHMARKS.md, "Session 16").
  *
  * The bits. The small-M kernel computes element (i, j) as 16 partial sums, lane l taking the
  * terms k = 16 s + l in increasing s with FMA from +0, then the lanes added in a fixed tree:

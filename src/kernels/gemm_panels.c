@@ -78,6 +78,9 @@ enum {
 static inline int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
+static inline int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
 
 size_t qkv__panels_floats(int64_t n, int64_t k) {
     return (size_t)((n + 15) / 16) * 16 * (size_t)k;
@@ -96,15 +99,24 @@ static void residue_offsets(int64_t k, int64_t off[17]) {
 
 /* Blocks [b0, b1) of 16 k of `rows` (<= 16) rows of src (leading dimension ld), transposed into
  * the residue-major slots of dst: dst[(off[l] + s) 16 + r] = src[r ld + 16 s + l], lanes past
- * rows zero. */
+ * rows zero. The rows' lines AHEAD blocks on are requested meanwhile: each line is read once,
+ * often from the other core's cache (x was just written by both threads), and waiting for each
+ * in turn made transposing x ~5 % of a config-B step. */
+enum { AHEAD = 4 };
 AVX512 static void pack_residue(int rows, int64_t k, int64_t b0, int64_t b1, const float *src,
                                 int64_t ld, const int64_t off[17], float *restrict dst) {
     for (int64_t s = b0; s < b1; s++) {
+        if (s + AHEAD < b1)
+            for (int r = 0; r < rows; r++) _mm_prefetch((const char *)(src + r * ld + 16 * (s + AHEAD)), _MM_HINT_T0);
         const int64_t cols = min64(16, k - 16 * s);
         __m512 o[16];
         qkv__transpose16(rows, cols, src + 16 * s, ld, o);
-        for (int l = 0; l < cols; l++)
-            _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+        if (cols == 16) { /* unrolled: o stays in registers */
+#pragma GCC unroll 16
+            for (int l = 0; l < 16; l++) _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+        } else {
+            for (int l = 0; l < cols; l++) _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+        }
     }
 }
 
@@ -205,17 +217,19 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
     {
 #ifdef QKV_WITH_OPENMP
         const int64_t team = omp_get_num_threads(), id = omp_get_thread_num();
-#pragma omp for schedule(static)
 #else
         const int64_t team = 1, id = 0;
 #endif
-        for (int64_t gb = 0; gb < groups * kblocks; gb++) { /* x transposed, shared by the team */
-            const int64_t g = gb / kblocks, s = gb % kblocks;
-            pack_residue((int)min64(GROUP, m - g * GROUP), k, s, s + 1, x + g * GROUP * k, k, off,
-                         at + g * GROUP * k);
-        }
-        /* (the loop's barrier: at is complete) each thread its run of panels, which changes no
-         * result: every element is one panel's sums */
+        /* x transposed, shared by the team: each thread a run of the (group, block) pairs */
+        const int64_t u0 = groups * kblocks * id / team, u1 = groups * kblocks * (id + 1) / team;
+        for (int64_t g = u0 / kblocks; g < groups && g * kblocks < u1; g++)
+            pack_residue((int)min64(GROUP, m - g * GROUP), k, max64(u0 - g * kblocks, 0),
+                         min64(u1 - g * kblocks, kblocks), x + g * GROUP * k, k, off, at + g * GROUP * k);
+#ifdef QKV_WITH_OPENMP
+#pragma omp barrier
+#endif
+        /* (at is complete) each thread its run of panels, which changes no result: every element
+         * is one panel's sums */
         panel_run(np * id / team, np * (id + 1) / team, m, n, k, off, at, w, panels, pack, bias, y);
     }
 }

@@ -107,15 +107,18 @@ AVX512 static void pack_residue(int rows, int64_t k, int64_t b0, int64_t b1, con
                                 int64_t ld, const int64_t off[17], float *restrict dst) {
     for (int64_t s = b0; s < b1; s++) {
         if (s + AHEAD < b1)
-            for (int r = 0; r < rows; r++) _mm_prefetch((const char *)(src + r * ld + 16 * (s + AHEAD)), _MM_HINT_T0);
+            for (int r = 0; r < rows; r++)
+                _mm_prefetch((const char *)(src + r * ld + 16 * (s + AHEAD)), _MM_HINT_T0);
         const int64_t cols = min64(16, k - 16 * s);
         __m512 o[16];
         qkv__transpose16(rows, cols, src + 16 * s, ld, o);
         if (cols == 16) { /* unrolled: o stays in registers */
 #pragma GCC unroll 16
-            for (int l = 0; l < 16; l++) _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+            for (int l = 0; l < 16; l++)
+                _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
         } else {
-            for (int l = 0; l < cols; l++) _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
+            for (int l = 0; l < cols; l++)
+                _mm512_store_ps(dst + (off[l] + s) * 16, o[l]);
         }
     }
 }
@@ -224,7 +227,8 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
         const int64_t u0 = groups * kblocks * id / team, u1 = groups * kblocks * (id + 1) / team;
         for (int64_t g = u0 / kblocks; g < groups && g * kblocks < u1; g++)
             pack_residue((int)min64(GROUP, m - g * GROUP), k, max64(u0 - g * kblocks, 0),
-                         min64(u1 - g * kblocks, kblocks), x + g * GROUP * k, k, off, at + g * GROUP * k);
+                         min64(u1 - g * kblocks, kblocks), x + g * GROUP * k, k, off,
+                         at + g * GROUP * k);
 #ifdef QKV_WITH_OPENMP
 #pragma omp barrier
 #endif

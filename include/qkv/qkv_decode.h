@@ -23,11 +23,11 @@
  * that model reuses it when it is large enough (rows, positions and source length at least the
  * call's, the same kernels, cache mode and weight panels): its caches, arena and panels are
  * already mapped, where a fresh session page-faults in every byte it touches (config S greedy:
- * ~25,000 faults, ~30 ms of CPU time a call). Results are the bits a fresh session gives. A spare too small is replaced
- * by one as large as both calls need in each size (or, where that cannot be allocated, by one of
- * the call's own sizes). The spare is taken and given back atomically, so calls on one model from several
- * threads stay safe (each then works on its own session). qkv_model_free frees it;
- * qkv_model_release_decode_memory frees it sooner.
+ * ~25,000 faults, ~30 ms of CPU time a call). Results are the bits a fresh session gives. A
+ * spare too small is replaced by one as large as both calls need in each size (or, where that
+ * cannot be allocated, by one of the call's own sizes). The spare is taken and given back
+ * atomically, so calls on one model from several threads stay safe (each then works on its own
+ * session). qkv_model_free frees it; qkv_model_release_decode_memory frees it sooner.
  *
  * Scores are natural-log probabilities under the model (log_softmax of the logits at
  * temperature 1), summed over the generated tokens, EOS included. The padding token is never

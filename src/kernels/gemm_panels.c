@@ -182,9 +182,9 @@ group_panel(int mr, const int64_t off[17], const float *restrict at, const float
 /* One thread's run of panels [q0, q1): filled from w first when pack, then multiplied by every
  * group of x's rows. A function of its own with the AVX-512 target: the body of an OpenMP region
  * is outlined into a function that clang compiles without the enclosing function's target. */
-AVX512 static void panel_run(int64_t q0, int64_t q1, int64_t m, int64_t n, int64_t k, const int64_t off[17],
-                             const float *at, const float *w, float *panels, bool pack, const float *bias,
-                             float *y) {
+AVX512 static void panel_run(int64_t q0, int64_t q1, int64_t m, int64_t n, int64_t k,
+                             const int64_t off[17], const float *at, const float *w, float *panels,
+                             bool pack, const float *bias, float *y) {
     const int64_t groups = (m + GROUP - 1) / GROUP, kblocks = (k + 15) / 16;
     const float *run_end = pack ? NULL : panels + q1 * 16 * k;
     for (int64_t q = q0; q < q1; q++) {
@@ -206,8 +206,8 @@ AVX512 static void panel_run(int64_t q0, int64_t q1, int64_t m, int64_t n, int64
     }
 }
 
-void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w, float *panels,
-                      bool pack, const float *bias, float *y, float *at) {
+void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
+                      float *panels, bool pack, const float *bias, float *y, float *at) {
     if (m <= 0 || n <= 0 || k <= 0) return;
     int64_t off[17];
     residue_offsets(k, off);

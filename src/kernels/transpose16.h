@@ -27,10 +27,10 @@ qkv__transpose16(int rows, int64_t cols, const float *src, int64_t ld, __m512 ou
     const __mmask16 km = qkv__first_lanes(cols);
     __m512 r[16], t[16];
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + i * ld) : _mm512_setzero_ps();
-        /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (k = 4L + 0, 1 and 4L + 2, 3 in 128-bit lane
-         * L) */
+    }
+    /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (k = 4L + 0, 1 and 4L + 2, 3 in lane L) */
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);

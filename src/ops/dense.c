@@ -90,6 +90,12 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         return QKV_FAIL(ctx, QKV_ERR_SHAPE, "%s: x %s, weight %s, bias %s do not fit y = x W^T + b", op,
                         qkv_tensor_shape_str(*x, bx, sizeof bx), qkv_tensor_shape_str(*weight, bw, sizeof bw),
                         qkv_tensor_shape_str(*bias, bb, sizeof bb));
+    /* the weight panels key their copies by address: only a parameter's memory, which stays put
+     * for a session's life, never an arena tensor (a contiguous copy included) */
+    const qkv_tensor *w_in = *weight;
+    const bool w_param =
+        qkv_tensor_is_contiguous(w_in) &&
+        ((w_in->flags & QKV_PARAM) || (w_in->base && (w_in->base->flags & QKV_PARAM)));
     *x = qkv__contig(ctx, *x);
     *weight = qkv__contig(ctx, *weight);
     if (*bias) *bias = qkv__contig(ctx, *bias);
@@ -107,7 +113,7 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         return y;
     }
     /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
-    if (ctx->panels && pick_gemm(ctx) == qkv_gemm &&
+    if (ctx->panels && w_param && pick_gemm(ctx) == qkv_gemm &&
         qkv__panels_linear(ctx->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
                            *bias ? qkv__data(*bias) : NULL, yd))
         return y;

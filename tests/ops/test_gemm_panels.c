@@ -117,3 +117,44 @@ TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
     free(w), free(x), free(b), free(want), free(got);
 #endif
 }
+
+/* qkv_linear under a context with a store: a parameter's weight (and a row slice of one, as the
+ * attention's in_proj) is copied, an arena tensor of the same values is not (its address is not
+ * stable: the next step's arena may put another tensor there), and all three give the bits of the
+ * small kernel. */
+TEST(panels_take_parameters_only_in_qkv_linear) {
+    NEED_PANELS();
+    if (qkv_test_kernels != QKV_KERNELS_FAST)
+        SKIP("qkv_linear multiplies by the panels with the fast kernels only");
+#ifndef QKV_DOUBLE
+    enum { M = 16, N = 512, K = 512 };
+    qkv_params *params = NULL;
+    qkv_tensor *w = NULL;
+    CHECK_OK(qkv_params_new(&params));
+    CHECK_OK(qkv_params_add(params, "w", 2, (const int64_t[]){2 * N, K}, &w));
+    CHECK_OK(qkv_params_finalize(params));
+    qkv_ctx *ctx = tu_ctx();
+    qkv__panels *p = qkv__panels_new();
+    if (!params || !w || !ctx || !p) {
+        qkv_params_free(params), qkv_ctx_free(ctx), qkv__panels_free(p);
+        return;
+    }
+    float *wv = mixed(2 * N * K, 21), *xv = mixed(M * K, 22), *want = malloc(sizeof(float) * M * N);
+    memcpy(w->data, wv, sizeof(float) * 2 * N * K);
+    qkv__gemm_small_m(M, N, K, 1, xv, K, wv + N * K, K, 0, want, N); /* rows N .. 2N of w */
+    ctx->panels = p;
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (const int64_t[]){M, K}, xv);
+    qkv_tensor *arena_w = qkv_tensor_from(ctx, QKV_REAL, 2, (const int64_t[]){N, K}, wv + N * K);
+    qkv_tensor *y = qkv_linear(ctx, x, arena_w, NULL);
+    CHECK(y && memcmp(y->data, want, sizeof(float) * M * N) == 0);
+    CHECK_MSG(qkv__panels_bytes(p) == 0, "an arena tensor was copied");
+    y = qkv_linear(ctx, x, qkv_narrow(ctx, w, 0, N, N), NULL);
+    CHECK(y && memcmp(y->data, want, sizeof(float) * M * N) == 0);
+    CHECK_MSG(qkv__panels_bytes(p) >= sizeof(float) * N * K, "a parameter's slice was not copied");
+    ctx->panels = NULL;
+    qkv__panels_free(p);
+    qkv_ctx_free(ctx);
+    qkv_params_free(params);
+    free(wv), free(xv), free(want);
+#endif
+}

@@ -259,7 +259,8 @@ qkv__panels *qkv__panels_new(void); /* NULL when out of memory */
 void qkv__panels_free(qkv__panels *p);
 void qkv__panels_invalidate(qkv__panels *p);    /* every copy is refilled at its next use */
 size_t qkv__panels_bytes(const qkv__panels *p); /* the copies' memory */
-/* y (m, n) = x (m, k) W^T + bias (NULL: none), all contiguous, if the panels apply: a float
+/* y (m, n) = x (m, k) W^T + bias (NULL: none), all contiguous, w memory that stays put while the
+ * store lives (a parameter's: the copies are keyed by its address), if the panels apply: a float
  * product that qkv_gemm would give the small-M kernel on 16 lanes, with m >= QKV_PANELS_MIN_ROWS
  * and W of at least QKV_PANELS_MIN_BYTES. False (nothing written) otherwise, or when memory for
  * W's copy cannot be had: the caller computes the product as before, with the same bits. */

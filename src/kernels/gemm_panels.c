@@ -33,7 +33,9 @@
  * (docs/design.md). The residue order keeps the class.
  *
  * The store (qkv__panels): a decoding session's copies, one per weight met, keyed by the weight's
- * address and shape, each filled at its first product after qkv__panels_invalidate. The session
+ * address and shape (qkv__linear_compute offers parameters only, whose memory stays put; an
+ * arena tensor's address may hold another tensor at the next step), each filled at its first
+ * product after qkv__panels_invalidate. The session
  * invalidates at every batch (qkv_session_encode, qkv_session_start): the weights may change
  * between batches (a training loop's evaluations), never during one. Copies of 2 MiB or more get
  * transparent huge pages (core/hugepages.c): they are written whole at once, and read as streams.

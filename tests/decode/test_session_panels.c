@@ -55,6 +55,7 @@ static void decode_both(const qkv_model *m, const int32_t *src, const int32_t *l
 TEST(session_panels_decode_the_bits_of_the_weights_in_place) {
     qkv_model *m = wide_model(5);
     if (!m) return;
+    ((qkv_real *)m->out_b->data)[DT_EOS] += 1; /* EOS now and then: greedy rows end at 3 .. 7 */
     int32_t src[B * 10], len[B];
     sources(src, len);
     for (int k = 0; k < 2; k++) {
@@ -63,6 +64,12 @@ TEST(session_panels_decode_the_bits_of_the_weights_in_place) {
         decode_both(m, src, len, how, &on, &off);
         CHECK_MSG(dt_same_bits(&on, &off), "%s: the panels changed the results",
                   k ? "beam" : "greedy");
+        int32_t early = 0; /* rows that left the batch before the last step */
+        for (int32_t b = 0; b < B; b++)
+            early += on.hyp[b * on.n_best].length < MAXLEN;
+        if (!k)
+            CHECK_MSG(early > B - 8,
+                      "greedy: %d rows ended early; the batch never fell below 8 rows", early);
         qkv_hypotheses_free(&on);
         qkv_hypotheses_free(&off);
     }

@@ -12,7 +12,8 @@
  * - The store (qkv__panels_linear): declines where the rule does not hold (rows below 8, above
  *   the small kernel's 96, a weight under 1 MiB), fills a copy once and multiplies from it, and
  *   after qkv__panels_invalidate refills it from the weight's new values.
- * Skipped where the panels cannot run (double build, no AVX-512F).
+ * Skipped where the panels cannot run (double build, no AVX-512F); the store's tests also where
+ * qkv_gemm never takes the small-M kernel (builds without BLAS).
  */
 #include "testutil.h"
 
@@ -65,8 +66,16 @@ static void bits_case(int64_t m, int64_t n, int64_t k, bool with_bias, int threa
     }
     free(x), free(w), free(b), free(want), free(got), free(panels), free(at);
 }
+/* The store takes only what qkv_gemm gives the small-M kernel, which builds without BLAS never
+ * do (their products all run in the portable blocked GEMM). */
+#define NEED_ROUTING()                                                                             \
+    do {                                                                                           \
+        if (!qkv__gemm_uses_small_m(false, true, 16, 512, 512))                                    \
+            SKIP("qkv_gemm gives no product to the small-M kernel in this build");                 \
+    } while (0)
 #else
 #define NEED_PANELS() SKIP("the weight panels are a float kernel")
+#define NEED_ROUTING()
 #endif
 
 TEST(panels_have_the_bits_of_the_small_m_kernel) {
@@ -85,6 +94,7 @@ TEST(panels_have_the_bits_of_the_small_m_kernel) {
 
 TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
     NEED_PANELS();
+    NEED_ROUTING();
 #ifndef QKV_DOUBLE
     const int64_t n = 512, k = 512; /* 1 MiB: the smallest weight the store takes */
     float *w = mixed(n * k, 11), *x = mixed(96 * k, 12), *b = mixed(n, 13);
@@ -124,6 +134,7 @@ TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
  * small kernel. */
 TEST(panels_take_parameters_only_in_qkv_linear) {
     NEED_PANELS();
+    NEED_ROUTING();
     if (qkv_test_kernels != QKV_KERNELS_FAST)
         SKIP("qkv_linear multiplies by the panels with the fast kernels only");
 #ifndef QKV_DOUBLE

@@ -48,7 +48,6 @@ struct qkv_session {
     unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;
     qkv__panels *panels; /* the weight panels (p.weight_panels, kernels/gemm_panels.c), or NULL */
-    int32_t batch_steps; /* qkv_session_step calls since the batch was encoded / started */
 };
 
 /* Point the cache headers at the current layout: n rows (all max_rows self-cache rows once

@@ -319,7 +319,6 @@ qkv_status qkv_session_encode(qkv_session *s, const int32_t *src, int32_t B, int
     s->t = 0;
     s->self_rows_used = false;
     qkv__panels_invalidate(s->panels); /* the weights may have changed since the last batch */
-    s->batch_steps = 0;
     memcpy(s->src, src, sizeof(int32_t) * (size_t)B * (size_t)S);
     for (int32_t r = 0; r < s->p.max_rows; r++) {
         s->src_of[r] = r < B ? r : -1;
@@ -362,7 +361,6 @@ qkv_status qkv_session_start(qkv_session *s, int32_t n_rows) {
     s->self_rows_used = false;
     s->started = true;
     qkv__panels_invalidate(s->panels); /* as qkv_session_encode */
-    s->batch_steps = 0;
     qkv__session_sync_headers(s);
     return QKV_OK;
 }

@@ -123,10 +123,10 @@ qkv_status qkv_session_step(qkv_session *s, const int32_t *tokens, int32_t T, qk
                 QKV_ERR_INVALID_ARG,
                 "qkv_session_step: token %d of row %lld is outside the vocabulary (%d)", tokens[i],
                 (long long)(i / T), V);
-    /* the weight panels from the batch's second step on: a batch of one step never copies */
-    s->ctx->panels = s->batch_steps > 0 ? s->panels : NULL;
+    /* the weight panels from the batch's second step on (positions already fed): a batch of one
+     * step never copies */
+    s->ctx->panels = s->t > 0 ? s->panels : NULL;
     *logits = qkv__session_forward(s, tokens, T);
     s->ctx->panels = NULL;
-    s->batch_steps++;
     return *logits ? QKV_OK : qkv_ctx_status(s->ctx);
 }

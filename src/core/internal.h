@@ -32,8 +32,9 @@
 /* Function multi-versioning for hot loops: the function is compiled for AVX-512, AVX2 and the
  * x86-64 baseline, and the dynamic loader picks the best the CPU has (GCC / clang target_clones,
  * an ifunc). The build has no -march flag, so this is how vector code reaches a modern CPU.
- * Only code whose result does not depend on the vector width may use it: integer code, or float
- * code without reductions (FMA contraction is off project-wide, -ffp-contract=off). */
+ * Only code whose result does not depend on the vector width may use it: integer code, float
+ * code without reductions, or reductions with a fixed number of partial sums in a fixed order
+ * (kernels/rowreduce.h). FMA contraction is off project-wide (-ffp-contract=off). */
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && \
     (!defined(__clang__) || __clang_major__ >= 14)
 #define QKV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -3,7 +3,9 @@
  *
  * Forward and dx: OpenMP over rows; per row two passes for the statistics (mean, then the sum of
  * squared deviations: stable, and the row is in L1 for the second pass) with vectorised double
- * lane sums (rowreduce.h), then one vectorised pass writing the output.
+ * lane sums (rowreduce.h), then one vectorised pass writing the output. The row loops are
+ * compiled per vector width (QKV_CLONES) with the same bits in each: the baseline's SSE2 does two
+ * doubles per instruction, AVX-512 eight.
  * dw, db: in the same pass, each fixed chunk of NORM_ROWS rows sums its rows into its own
  * partial (C) in scratch; the partials are then added in chunk order. The chunks do not depend
  * on the thread count, so neither do the sums, and no two threads write the same memory.
@@ -33,12 +35,14 @@ QKV_ROW_INLINE void fwd_row(int64_t C, const qkv_real *restrict x, const qkv_rea
         QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs););
 }
 
-static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, const qkv_real *w,
-                const qkv_real *b, qkv_real *y, double *mean, double *rstd) {
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
-#endif
-    for (int64_t r = 0; r < N; r++) {
+/* Rows [r0, r1) of the forward. Compiled once per vector width (QKV_CLONES): every sum keeps
+ * rowreduce.h's QKV_LANES partial sums in a fixed order and every element is computed on its own
+ * (no contraction, -ffp-contract=off), so each clone gives the baseline's bits, only wider. */
+QKV_CLONES
+static void fwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, double eps, const qkv_real *x,
+                     const qkv_real *w, const qkv_real *b, qkv_real *y, double *mean,
+                     double *rstd) {
+    for (int64_t r = r0; r < r1; r++) {
         const qkv_real *xr = x + r * C;
         const double mu = center ? qkv__row_sum(xr, C) / (double)C : 0;
         const double rs = 1.0 / sqrt(qkv__row_sumsq(xr, mu, C) / (double)C + eps);
@@ -46,6 +50,15 @@ static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x
         if (mean) mean[r] = mu;
         rstd[r] = rs;
     }
+}
+
+static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, const qkv_real *w,
+                const qkv_real *b, qkv_real *y, double *mean, double *rstd) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
+#endif
+    for (int64_t r = 0; r < N; r++)
+        fwd_rows(center, r, r + 1, C, eps, x, w, b, y, mean, rstd);
 }
 
 /* dx += rstd (g - mean_g - xhat mean_gx) over one row, g = dy [* w]. has_w is a constant at
@@ -87,6 +100,23 @@ static size_t bwd_scratch(int64_t N, int64_t C) {
     return sizeof(double) * 2 * (size_t)C * (size_t)((N + NORM_ROWS - 1) / NORM_ROWS);
 }
 
+/* Rows [r0, r1) of the backward: dx for each row, and, unless sw is NULL, the rows' column
+ * sums added to sw and sb. Cloned as fwd_rows, with the same bits in every clone. */
+QKV_CLONES
+static void bwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, const qkv_real *x,
+                     const qkv_real *w, const double *mean, const double *rstd, const qkv_real *dy,
+                     qkv_real *dx, double *sw, double *sb) {
+    for (int64_t r = r0; r < r1; r++) {
+        const double mu = mean ? mean[r] : 0, rs = rstd[r];
+        const qkv_real *xr = x + r * C, *dyr = dy + r * C;
+        if (dx && w)
+            bwd_row(center, true, C, xr, w, mu, rs, dyr, dx + r * C);
+        else if (dx)
+            bwd_row(center, false, C, xr, w, mu, rs, dyr, dx + r * C);
+        if (sw) col_sums(C, xr, dyr, mu, rs, sw, sb);
+    }
+}
+
 /* One pass over x and dy: chunk ch of NORM_ROWS rows writes dx for its rows and its partial
  * column sums into scratch[ch] = (sw (C), sb (C)); a second, small pass adds the partials of
  * every column in chunk order. */
@@ -101,15 +131,8 @@ static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_
     for (int64_t ch = 0; ch < chunks; ch++) {
         double *sw = params ? scratch + ch * 2 * C : NULL, *sb = params ? sw + C : NULL;
         if (params) memset(sw, 0, sizeof(double) * 2 * (size_t)C);
-        for (int64_t r = ch * NORM_ROWS; r < N && r < (ch + 1) * NORM_ROWS; r++) {
-            const double mu = mean ? mean[r] : 0, rs = rstd[r];
-            const qkv_real *xr = x + r * C, *dyr = dy + r * C;
-            if (dx && w)
-                bwd_row(center, true, C, xr, w, mu, rs, dyr, dx + r * C);
-            else if (dx)
-                bwd_row(center, false, C, xr, w, mu, rs, dyr, dx + r * C);
-            if (params) col_sums(C, xr, dyr, mu, rs, sw, sb);
-        }
+        const int64_t r1 = (ch + 1) * NORM_ROWS < N ? (ch + 1) * NORM_ROWS : N;
+        bwd_rows(center, ch * NORM_ROWS, r1, C, x, w, mean, rstd, dy, dx, sw, sb);
     }
     if (!params) return;
     const int64_t blocks = (C + NORM_COLS - 1) / NORM_COLS;

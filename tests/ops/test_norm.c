@@ -167,6 +167,76 @@ TEST(norm_fast_matches_reference_and_threads) {
     }
 }
 
+/* The lane order of kernels/rowreduce.h, written out one element at a time: acc[i mod 8] (the
+ * tail starting again at lane 0), then ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). */
+static double lane_sum(const double *v, int64_t n) {
+    double acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += v[i + k];
+    for (int k = 0; i < n; i++, k++)
+        acc[k] += v[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+TEST(layernorm_fast_kernel_gives_the_bits_of_its_documented_order) {
+    /* The fast kernel runs in the clone for this CPU's vector width (AVX-512, AVX2 or SSE2);
+     * every clone must give the bits of the scalar order written out here, forward and backward.
+     * C = 45: five blocks of 8 lanes and a tail of 5. The double build tells the sums' order
+     * apart (another tree over the lanes fails it); the float build's outputs, rounded from
+     * double, mostly do not, and check the element-wise arithmetic. */
+    enum { N = 6, C = 45 };
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = tu_rand(2, (int64_t[]){N, C}, -3, 5, 71);
+    qkv_tensor *w = tu_rand(1, (int64_t[]){C}, 0.5, 1.5, 72);
+    qkv_tensor *b = tu_rand(1, (int64_t[]){C}, -1, 1, 73);
+    qkv_tensor *dy = tu_rand(2, (int64_t[]){N, C}, -1, 1, 74);
+    qkv_tensor *in[3] = {x, w, b};
+    for (int k = 0; k < 3; k++)
+        qkv_tensor_requires_grad(in[k]);
+    const double eps = 1e-5;
+    qkv_tensor *y = qkv_layernorm(ctx, x, w, b, eps);
+    CHECK_OK(qkv_backward_from(ctx, y, dy));
+    const qkv_real *xd = x->data, *wd = w->data, *bd = b->data, *g = dy->data;
+    qkv_real want_y[N * C], want_dx[N * C], want_dw[C], want_db[C];
+    double sw[C] = {0}, sb[C] = {0};
+    for (int64_t r = 0; r < N; r++) {
+        const qkv_real *xr = xd + r * C, *gr = g + r * C;
+        double v[C], v2[C];
+        for (int64_t c = 0; c < C; c++)
+            v[c] = (double)xr[c];
+        const double mu = lane_sum(v, C) / (double)C;
+        for (int64_t c = 0; c < C; c++)
+            v[c] = ((double)xr[c] - mu) * ((double)xr[c] - mu);
+        const double rs = 1.0 / sqrt(lane_sum(v, C) / (double)C + eps);
+        for (int64_t c = 0; c < C; c++) {
+            want_y[r * C + c] = (qkv_real)(((double)xr[c] - mu) * rs * wd[c] + bd[c]);
+            v[c] = (double)gr[c] * (double)wd[c];                 /* g = dy w */
+            v2[c] = v[c] * (((double)xr[c] - mu) * rs);           /* g xhat */
+            sw[c] += (double)gr[c] * (((double)xr[c] - mu) * rs); /* rows in order (N < 64) */
+            sb[c] += (double)gr[c];
+        }
+        const double mean_g = lane_sum(v, C) / (double)C, mean_gx = lane_sum(v2, C) / (double)C;
+        for (int64_t c = 0; c < C; c++)
+            want_dx[r * C + c] =
+                (qkv_real)(0 + (qkv_real)(rs *
+                                          (v[c] - mean_g - (((double)xr[c] - mu) * rs) * mean_gx)));
+    }
+    for (int64_t c = 0; c < C; c++) {
+        want_dw[c] = (qkv_real)sw[c];
+        want_db[c] = (qkv_real)sb[c];
+    }
+    CHECK(memcmp(y->data, want_y, sizeof want_y) == 0);
+    CHECK(memcmp(x->grad, want_dx, sizeof want_dx) == 0);
+    CHECK(memcmp(w->grad, want_dw, sizeof want_dw) == 0);
+    CHECK(memcmp(b->grad, want_db, sizeof want_db) == 0);
+    for (int k = 0; k < 3; k++)
+        tu_free(in[k]);
+    tu_free(dy);
+    qkv_ctx_free(ctx);
+}
+
 TEST(norm_rejects_bad_inputs) {
     qkv_ctx *ctx = tu_ctx();
     /* test-owned tensors: they survive the qkv_ctx_reset between cases */

@@ -125,6 +125,61 @@ static inline int64_t b_row_offset(const qkv_bcast *g, int64_t r) {
     return i0 * g->bstride[0] + i1 * g->bstride[1] + i2 * g->bstride[2];
 }
 
+/* y = a + b or a * b over n elements, element by element (the same bits at every vector width);
+ * y is distinct from a and b (binary ops allocate their output). */
+QKV_CLONES
+static void binary_range(bool mul, int64_t n, const qkv_real *restrict a,
+                         const qkv_real *restrict b, qkv_real *restrict y) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    if (mul) {
+        for (int64_t i = 0; i < body; i++)
+            y[i] = a[i] * b[i];
+        for (int64_t i = body; i < n; i++)
+            y[i] = a[i] * b[i];
+    } else {
+        for (int64_t i = 0; i < body; i++)
+            y[i] = a[i] + b[i];
+        for (int64_t i = body; i < n; i++)
+            y[i] = a[i] + b[i];
+    }
+}
+
+/* y = a + s or a * s over n elements; y distinct from a. */
+QKV_CLONES
+static void binary_scalar_range(bool mul, int64_t n, const qkv_real *restrict a, qkv_real s,
+                                qkv_real *restrict y) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    if (mul) {
+        for (int64_t i = 0; i < body; i++)
+            y[i] = a[i] * s;
+        for (int64_t i = body; i < n; i++)
+            y[i] = a[i] * s;
+    } else {
+        for (int64_t i = 0; i < body; i++)
+            y[i] = a[i] + s;
+        for (int64_t i = body; i < n; i++)
+            y[i] = a[i] + s;
+    }
+}
+
+/* d += x, or d += x * b when b is not NULL, over n elements; d distinct from x and b. */
+QKV_CLONES
+static void accumulate_range(int64_t n, const qkv_real *restrict x, const qkv_real *restrict b,
+                             qkv_real *restrict d) {
+    const int64_t body = QKV_VECTOR_BODY(n);
+    if (b) {
+        for (int64_t i = 0; i < body; i++)
+            d[i] += x[i] * b[i];
+        for (int64_t i = body; i < n; i++)
+            d[i] += x[i] * b[i];
+    } else {
+        for (int64_t i = 0; i < body; i++)
+            d[i] += x[i];
+        for (int64_t i = body; i < n; i++)
+            d[i] += x[i];
+    }
+}
+
 static void binary_fwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b, qkv_real *y) {
     const int64_t L = g->shape[3], R = g->shape[0] * g->shape[1] * g->shape[2], s3 = g->bstride[3];
 #ifdef QKV_WITH_OPENMP
@@ -132,19 +187,10 @@ static void binary_fwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
 #endif
     for (int64_t r = 0; r < R; r++) {
         const qkv_real *ar = a + r * L, *br = b + b_row_offset(g, r);
-        qkv_real *yr = y + r * L;
-        if (s3 == 1) {
-            if (mul)
-                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] * br[i];
-            else
-                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] + br[i];
-        } else {
-            const qkv_real bv = br[0];
-            if (mul)
-                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] * bv;
-            else
-                for (int64_t i = 0; i < L; i++) yr[i] = ar[i] + bv;
-        }
+        if (s3 == 1)
+            binary_range(mul, L, ar, br, y + r * L);
+        else
+            binary_scalar_range(mul, L, ar, br[0], y + r * L);
     }
 }
 
@@ -157,7 +203,13 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
 #endif
         for (int64_t r = 0; r < R; r++) {
             const qkv_real *br = b + b_row_offset(g, r);
-            for (int64_t i = 0; i < L; i++) da[r * L + i] += mul ? dy[r * L + i] * br[s3 * i] : dy[r * L + i];
+            if (!mul)
+                accumulate_range(L, dy + r * L, NULL, da + r * L);
+            else if (s3 == 1)
+                accumulate_range(L, dy + r * L, br, da + r * L);
+            else
+                for (int64_t i = 0; i < L; i++)
+                    da[r * L + i] += dy[r * L + i] * br[0];
         }
     }
     /* b broadcast along no dim: every row of a has its own row of b, so rows may go to any
@@ -171,14 +223,11 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
         for (int64_t r = 0; r < R; r++) {
             qkv_real *dbr = db + b_row_offset(g, r);
             const qkv_real *dyr = dy + r * L, *ar = a + r * L;
-            if (s3 == 1) {
-                if (mul)
-                    for (int64_t i = 0; i < L; i++) dbr[i] += dyr[i] * ar[i];
-                else
-                    for (int64_t i = 0; i < L; i++) dbr[i] += dyr[i];
-            } else {
-                for (int64_t i = 0; i < L; i++) dbr[0] += mul ? dyr[i] * ar[i] : dyr[i];
-            }
+            if (s3 == 1)
+                accumulate_range(L, dyr, mul ? ar : NULL, dbr);
+            else
+                for (int64_t i = 0; i < L; i++)
+                    dbr[0] += mul ? dyr[i] * ar[i] : dyr[i];
         }
 }
 
@@ -280,18 +329,26 @@ static double sum(int64_t n, const qkv_real *x) {
     return s;
 }
 
-static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
+/* y = s x, or y += s x when accumulate, over n elements; y distinct from x. */
+QKV_CLONES
+static void scale_range(int64_t n, qkv_real s, const qkv_real *restrict x, qkv_real *restrict y,
+                        bool accumulate) {
+    const int64_t body = QKV_VECTOR_BODY(n);
     if (accumulate) {
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
-#endif
-        for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
+        for (int64_t i = 0; i < body; i++)
+            y[i] += s * x[i];
+        for (int64_t i = body; i < n; i++)
+            y[i] += s * x[i];
     } else {
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
-#endif
-        for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
+        for (int64_t i = 0; i < body; i++)
+            y[i] = s * x[i];
+        for (int64_t i = body; i < n; i++)
+            y[i] = s * x[i];
     }
+}
+
+static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
+    FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, scale_range(len, s, x + first, y + first, accumulate));
 }
 
 const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,

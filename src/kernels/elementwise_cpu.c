@@ -183,7 +183,7 @@ static void accumulate_range(int64_t n, const qkv_real *restrict x, const qkv_re
 static void binary_fwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qkv_real *b, qkv_real *y) {
     const int64_t L = g->shape[3], R = g->shape[0] * g->shape[1] * g->shape[2], s3 = g->bstride[3];
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (R * L > 4 * QKV_CHUNK)
+#pragma omp parallel for schedule(static) if (R * L > QKV_CHUNK)
 #endif
     for (int64_t r = 0; r < R; r++) {
         const qkv_real *ar = a + r * L, *br = b + b_row_offset(g, r);

@@ -17,7 +17,7 @@
 
 #include <math.h>
 
-#define NORM_GRAIN 16384 /* elements below which a loop stays on one thread */
+#define NORM_GRAIN 4096 /* elements below which a loop stays on one thread */
 #define NORM_ROWS 64     /* rows per dw/db partial sum: fixed, so no sum depends on the threads */
 #define NORM_COLS 64     /* columns per block when adding up the partials */
 

@@ -142,12 +142,98 @@ static SDPA_INLINE void mm_rows(bool two, int64_t n, int64_t kk, const qkv_real 
  * summed in x order whatever its tile, so the result is the plain triple loop's to the bit.
  * Compiled for AVX-512, AVX2 and the baseline (QKV_CLONES). */
 QKV_CLONES
-static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
-                   const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
+static void mm_acc_lanes(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
+                         const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c,
+                         int64_t ldc) {
     int64_t r = 0;
     for (; r + 2 <= m; r += 2)
         mm_rows(true, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
     if (r < m) mm_rows(false, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
+#include "transpose16.h"
+#define SDPA_AVX512 1
+
+enum { MM_ROWS = 6 }; /* rows of c per register tile: 12 zmm sums of 2 x 16 columns each */
+
+/* mm_acc on rows 0 .. rows - 1 (rows <= MM_ROWS, a constant at each call site) of c, columns in
+ * tiles of 32 (the last masked): per x, two vectors of b's row and one broadcast of a per row,
+ * each sum s += a b as a multiply then an add (no FMA), in x order: the plain loop's bits. Two
+ * rows at a time (mm_tile) keep 4 sums in flight, fewer than the adder's latency hides; 6 keep
+ * 12 (config-B encoder attention's 64 x 64 x 64 products: see BENCHMARKS.md, "Session 17"). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+mm_rows_avx512(int rows, int64_t n, int64_t kk, const float *restrict a, int64_t lda,
+               const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc) {
+    for (int64_t j = 0; j < n; j += 32) {
+        const __mmask16 k0 = qkv__first_lanes(n - j), k1 = qkv__first_lanes(n - j - 16);
+        __m512 s[MM_ROWS][2];
+#pragma GCC unroll 6
+        for (int r = 0; r < MM_ROWS; r++)
+            if (r < rows) {
+                s[r][0] = _mm512_maskz_loadu_ps(k0, c + r * ldc + j);
+                s[r][1] = _mm512_maskz_loadu_ps(k1, c + r * ldc + j + 16);
+            }
+        for (int64_t x = 0; x < kk; x++) {
+            const __m512 b0 = _mm512_maskz_loadu_ps(k0, b + x * ldb + j),
+                         b1 = _mm512_maskz_loadu_ps(k1, b + x * ldb + j + 16);
+#pragma GCC unroll 6
+            for (int r = 0; r < MM_ROWS; r++)
+                if (r < rows) {
+                    const __m512 ar = _mm512_set1_ps(a[r * lda + x]);
+                    s[r][0] = _mm512_add_ps(s[r][0], _mm512_mul_ps(ar, b0));
+                    s[r][1] = _mm512_add_ps(s[r][1], _mm512_mul_ps(ar, b1));
+                }
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < MM_ROWS; r++)
+            if (r < rows) {
+                _mm512_mask_storeu_ps(c + r * ldc + j, k0, s[r][0]);
+                _mm512_mask_storeu_ps(c + r * ldc + j + 16, k1, s[r][1]);
+            }
+    }
+}
+
+__attribute__((target("avx512f"))) static void mm_acc_avx512(int64_t m, int64_t n, int64_t kk,
+                                                             const float *restrict a, int64_t lda,
+                                                             const float *restrict b, int64_t ldb,
+                                                             float *restrict c, int64_t ldc) {
+    int64_t r = 0;
+    for (; r + MM_ROWS <= m; r += MM_ROWS)
+        mm_rows_avx512(MM_ROWS, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+    switch (m - r) { /* the last rows, each count with its own unrolled code */
+    case 5:
+        mm_rows_avx512(5, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        break;
+    case 4:
+        mm_rows_avx512(4, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        break;
+    case 3:
+        mm_rows_avx512(3, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        break;
+    case 2:
+        mm_rows_avx512(2, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        break;
+    case 1:
+        mm_rows_avx512(1, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        break;
+    default:
+        break;
+    }
+}
+#endif
+
+/* c[r][0:n] += sum_{x < kk} a[r][x] b[x][0:n] for r < m, every element summed in x order: the
+ * AVX-512 tiles above where the CPU has them, else mm_acc_lanes (the same bits either way). */
+static void mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *restrict a, int64_t lda,
+                   const qkv_real *restrict b, int64_t ldb, qkv_real *restrict c, int64_t ldc) {
+#ifdef SDPA_AVX512
+    if (__builtin_cpu_supports("avx512f")) {
+        mm_acc_avx512(m, n, kk, a, lda, b, ldb, c, ldc);
+        return;
+    }
+#endif
+    mm_acc_lanes(m, n, kk, a, lda, b, ldb, c, ldc);
 }
 
 /* For the tests (kernels/sdpa.h). A plain function: clang (up to 15 at least) names the
@@ -163,10 +249,7 @@ static inline int64_t tld(int64_t N) {
     return (N + 15) / 16 * 16 + 16;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
-#include "transpose16.h"
-#define SDPA_TRANSPOSE16 1
-
+#ifdef SDPA_AVX512
 /* dst[c ldd + r] = src[r lds + c] for r < rows (<= 16), c < C: 16 x 16 blocks transposed in
  * AVX-512 registers, each written as one (masked) vector per column. */
 __attribute__((target("avx512f"))) static void
@@ -189,7 +272,7 @@ transpose_block16(int rows, int64_t C, const float *src, int64_t lds, float *dst
 static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, qkv__mat_layout lx, int64_t H,
                                 int64_t BH, int64_t N, int64_t C) {
     const int64_t nb = ceil_div(N, BR), ld = tld(N);
-#ifdef SDPA_TRANSPOSE16
+#ifdef SDPA_AVX512
     const bool wide = __builtin_cpu_supports("avx512f");
 #endif
 #ifdef QKV_WITH_OPENMP
@@ -199,7 +282,7 @@ static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, qkv__mat_layout 
         const int64_t bh = task / nb, n0 = task % nb * BR, n1 = min64(n0 + BR, N);
         const qkv_real *src = x + sdpa_row(lx, H, bh, 0);
         qkv_real *dst = y + bh * C * ld;
-#ifdef SDPA_TRANSPOSE16
+#ifdef SDPA_AVX512
         if (wide) { /* the same copy, 16 rows at a time (config-B encode: 0.63 -> ~0.2 ms a call) */
             for (int64_t n = n0; n < n1; n += 16)
                 transpose_block16((int)min64(16, n1 - n), C, src + n * lx.ld, lx.ld, dst + n, ld);

@@ -418,13 +418,15 @@ TEST(sdpa_dropout_fast_matches_reference_and_is_thread_count_independent) {
         }
 }
 
-/* The tile product of the tiled kernel, in whichever clone this CPU selects (AVX-512, AVX2 or the
- * baseline), gives the bits of the plain triple loop below (compiled for the x86-64 baseline, one
- * multiply and one add per term in x order, as every clone does): the clones cannot disagree
- * with the baseline. Ragged shapes cover the 2 x 32 register tiles, the one-row tail and the
- * 4- and 1-column tails; the leading dimensions exceed the widths. */
+/* The tile product of the tiled kernel, in whichever version this CPU selects (the AVX-512
+ * 6 x 32 tiles, or the AVX2 or baseline clone of the 2 x 32 ones), gives the bits of the plain
+ * triple loop below (compiled for the x86-64 baseline, one multiply and one add per term in x
+ * order, as every version does): they cannot disagree with the baseline. Ragged shapes cover the
+ * register tiles, their 1-5 row tails and the 4- and 1-column (AVX-512: masked) tails; the
+ * leading dimensions exceed the widths. */
 TEST(sdpa_tile_product_has_the_bits_of_the_plain_loop) {
-    const int64_t ms[] = {1, 2, 3, 64, 65}, ns[] = {1, 3, 4, 31, 32, 33, 64, 70}, ks[] = {1, 7, 64};
+    const int64_t ms[] = {1, 2, 3, 6, 7, 64, 65}, ns[] = {1, 3, 4, 31, 32, 33, 64, 70},
+                  ks[] = {1, 7, 64};
     const int64_t lda = 71, ldb = 75, ldc = 77;
     qkv_real *a = malloc(sizeof(qkv_real) * 65 * lda), *b = malloc(sizeof(qkv_real) * 64 * ldb);
     qkv_real *c = malloc(sizeof(qkv_real) * 65 * ldc), *want = malloc(sizeof(qkv_real) * 65 * ldc);

@@ -243,6 +243,34 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
 QKV_CLONES static qkv_real max_of(const qkv_real *x, int32_t V) { return qkv__row_max(x, V); }
 QKV_CLONES static double sum_exp(const qkv_real *x, int32_t V, double mx) { return qkv__row_sum_exp_d(x, mx, V); }
 
+/* The first v < V other than skip with (double)x[v] - lse == target, V when none: 16 values
+ * compared at once (exact comparisons: every clone finds the same v). */
+QKV_CLONES static int32_t first_equal(const qkv_real *x, int32_t V, int32_t skip, double lse,
+                                      double target) {
+    int32_t v = 0;
+    for (; v + 16 <= V; v += 16) {
+        int hit = 0;
+        for (int i = 0; i < 16; i++)
+            hit |= (double)x[v + i] - lse == target;
+        if (hit)
+            for (int i = 0; i < 16; i++)
+                if (v + i != skip && (double)x[v + i] - lse == target) return v + i;
+    }
+    for (; v < V; v++)
+        if (v != skip && (double)x[v] - lse == target) return v;
+    return V;
+}
+
+double dec_max_except(const qkv_real *logits, int32_t V, int32_t skip) {
+    if (skip < 0 || skip >= V) return max_of(logits, V);
+    const double below = max_of(logits, skip), above = max_of(logits + skip + 1, V - skip - 1);
+    return below >= above || below != below ? below : above; /* NaN when a logit is */
+}
+
+int32_t dec_first_logp(const qkv_real *logits, int32_t V, int32_t skip, double lse, double target) {
+    return first_equal(logits, V, skip, lse, target);
+}
+
 double dec_logsumexp(const qkv_real *logits, int32_t V) {
     const double mx = max_of(logits, V); /* NaN when a logit is */
     if (V > 0 && (mx == INFINITY || mx == -INFINITY)) return NAN; /* +-inf - mx: NaN, as exp(NaN) */

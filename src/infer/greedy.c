@@ -102,6 +102,15 @@ int32_t dec_argmax(const dec_job *j, const double *logp) {
 
 int32_t dec_argmax_logits(const dec_job *j, const qkv_real *logits, double *logp_best) {
     const double lse = dec_logsumexp(logits, j->V);
+    if (j->V >= 2 && isfinite(lse)) {
+        /* Every logit is finite or -inf here (a NaN or +inf makes lse NaN), and x -> (double)x -
+         * lse never decreases: the largest log-probability is that of the largest logit other than
+         * pad_id, and the loop below picks the first token whose value equals it, which two
+         * vectorised passes find (config-B greedy: 6.5 -> ~2 ms of a decode). */
+        const double top = dec_max_except(logits, j->V, j->pad_id) - lse;
+        *logp_best = top;
+        return dec_first_logp(logits, j->V, j->pad_id, lse, top);
+    }
     int32_t best = j->pad_id == 0 && j->V > 1 ? 1 : 0; /* as dec_argmax */
     double top = best == j->pad_id ? -INFINITY : (double)logits[best] - lse;
     for (int32_t v = best + 1; v < j->V; v++) {

@@ -101,6 +101,10 @@ void dec_end(const dec_job *j, qkv_session *s, qkv_status st);
  * exponentials vectorised, the same bits in every vector width (decode.c). NaN for a row with a
  * NaN, a +inf or only -inf logits. */
 double dec_logsumexp(const qkv_real *logits, int32_t V);
+/* max_v logits[v] over v != skip (-inf when there is none; NaN when a logit is NaN). */
+double dec_max_except(const qkv_real *logits, int32_t V, int32_t skip);
+/* The first v < V other than skip with (double)logits[v] - lse == target; V when there is none. */
+int32_t dec_first_logp(const qkv_real *logits, int32_t V, int32_t skip, double lse, double target);
 /* log_softmax of one row of V logits in double, with -inf at the padding id:
  * out[v] = (double)logits[v] - dec_logsumexp(logits, V). */
 void dec_log_softmax(const qkv_real *logits, int32_t V, int32_t pad_id, double *out);

@@ -40,6 +40,13 @@ TEST(greedy_token_choice_equals_argmax_of_the_log_softmax_row) {
     check_row("all -inf but pad", (qkv_real[]){3.0f, -inf, -inf}, 3, 0);
     check_row("NaN logit", (qkv_real[]){1.0f, (qkv_real)NAN, 2.0f}, 3, 0);
     check_row("tiny logits, large lse", (qkv_real[]){1e-10f, 1.0000001e-10f, 1e-10f, 0.0f}, 4, 3);
+    /* past the first 16 values (compared 16 at a time): ids 20 and 37 tie once lse is
+     * subtracted, 37 holding the larger logit; with pad 20 the tie's first id is the padding */
+    qkv_real wide[40] = {0};
+    wide[20] = 1e-10f;
+    wide[37] = 1.0000001e-10f;
+    check_row("tie after subtracting lse, past 16", wide, 40, 3);
+    check_row("tie after subtracting lse, the first at pad", wide, 40, 20);
     /* a large random row: every id once the maximum */
     enum { V = 5000 };
     qkv_real *row = malloc(sizeof(qkv_real) * V);

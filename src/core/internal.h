@@ -34,7 +34,9 @@
  * an ifunc). The build has no -march flag, so this is how vector code reaches a modern CPU.
  * Only code whose result does not depend on the vector width may use it: integer code, float
  * code without reductions, or reductions with a fixed number of partial sums in a fixed order
- * (kernels/rowreduce.h). FMA contraction is off project-wide (-ffp-contract=off). */
+ * (kernels/rowreduce.h). FMA contraction is off project-wide (-ffp-contract=off). A cloned
+ * function's name must be unique across the library even when static: clang emits its resolver
+ * as a global symbol (name.resolver), and two files with the same name fail to link. */
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && \
     (!defined(__clang__) || __clang_major__ >= 14)
 #define QKV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -331,7 +331,7 @@ static double sum(int64_t n, const qkv_real *x) {
 
 /* y = s x, or y += s x when accumulate, over n elements; y distinct from x. */
 QKV_CLONES
-static void scale_range(int64_t n, qkv_real s, const qkv_real *restrict x, qkv_real *restrict y,
+static void scale_chunk(int64_t n, qkv_real s, const qkv_real *restrict x, qkv_real *restrict y,
                         bool accumulate) {
     const int64_t body = QKV_VECTOR_BODY(n);
     if (accumulate) {
@@ -348,7 +348,7 @@ static void scale_range(int64_t n, qkv_real s, const qkv_real *restrict x, qkv_r
 }
 
 static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
-    FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, scale_range(len, s, x + first, y + first, accumulate));
+    FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, scale_chunk(len, s, x + first, y + first, accumulate));
 }
 
 const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,

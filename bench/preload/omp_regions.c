@@ -19,7 +19,6 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
 typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);

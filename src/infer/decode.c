@@ -267,6 +267,8 @@ double dec_max_except(const qkv_real *logits, int32_t V, int32_t skip) {
     return below >= above || below != below ? below : above; /* NaN when a logit is */
 }
 
+/* A plain function around the clone: clang names a cloned function's dispatcher differently
+ * from what callers in other files expect (as qkv__sdpa_mm_acc). */
 int32_t dec_first_logp(const qkv_real *logits, int32_t V, int32_t skip, double lse, double target) {
     return first_equal(logits, V, skip, lse, target);
 }

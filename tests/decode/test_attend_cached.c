@@ -209,13 +209,14 @@ done:
 }
 
 /* The AVX2 path (D a multiple of 8, on CPUs that have it) keeps the portable loops' bits: lane i
- * of a register is their partial sum acc[i], products rounded before they are added. Head sizes
- * with whole 64-dimension passes, leftover 8-dimension blocks and both (8, 24, 64, 72); key
- * counts around the groups of four (1, 3, 4, 5, 9, 33); rows with a padded key inside a group and
+ * of a register is their partial sum acc[i], products rounded before they are added, and eight
+ * keys' sums are reduced together by the portable tree. Head sizes with whole 64-dimension
+ * passes, leftover 8-dimension blocks and both (8, 24, 64, 72); key counts around the groups of
+ * eight and four (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33); rows with a padded key inside a group and
  * rows with every key padded. Both paths also match the closed form. On a CPU without AVX2 the two
  * runs take the same loops and the check holds trivially. */
 TEST(attend_cached_vector_path_keeps_the_portable_bits) {
-    static const int64_t Ds[] = {8, 24, 64, 72}, Ss[] = {1, 3, 4, 5, 9, 33};
+    static const int64_t Ds[] = {8, 24, 64, 72}, Ss[] = {1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33};
     qkv_ctx *ctx = tu_ctx();
     for (size_t a = 0; a < sizeof Ds / sizeof *Ds; a++)
         for (size_t b = 0; b < sizeof Ss / sizeof *Ss; b++) {
@@ -242,4 +243,51 @@ TEST(attend_cached_vector_path_keeps_the_portable_bits) {
             free_case(&c);
         }
     qkv_ctx_free(ctx);
+}
+
+/* kv_rows shared by consecutive rows (a beam's siblings reading their sentence's one copy of the
+ * projected source; the kernel skips prefetching what the previous row just read): the bits of
+ * reading per-row copies, on the vector and the portable path, on 1 and 2 threads. */
+TEST(attend_cached_shared_rows_equal_per_row_copies) {
+    enum { N = 23, H = 4, D = 64, L = 20, S = 17, K = 5 }; /* blocks of 8 rows cut sentences of 5 */
+    const int64_t row = H * L * D, C = H * D, sources = (N + K - 1) / K;
+    qkv_real *q = malloc(sizeof(qkv_real) * N * C), *k = malloc(sizeof(qkv_real) * (size_t)(sources * row)),
+             *v = malloc(sizeof(qkv_real) * (size_t)(sources * row)), *kc = malloc(sizeof(qkv_real) * N * row),
+             *vc = malloc(sizeof(qkv_real) * N * row), *o1 = malloc(sizeof(qkv_real) * N * C),
+             *o2 = malloc(sizeof(qkv_real) * N * C);
+    int32_t rows[N];
+    CHECK(q && k && v && kc && vc && o1 && o2);
+    if (!(q && k && v && kc && vc && o1 && o2)) goto done;
+    tu_fill_uniform(q, N * C, -2, 2, 71);
+    tu_fill_uniform(k, sources * row, -2, 2, 72);
+    tu_fill_uniform(v, sources * row, -1, 1, 73);
+    for (int64_t n = 0; n < N; n++) {
+        rows[n] = (int32_t)(n / K);
+        memcpy(kc + n * row, k + rows[n] * row, sizeof(qkv_real) * row);
+        memcpy(vc + n * row, v + rows[n] * row, sizeof(qkv_real) * row);
+    }
+    const int saved = qkv_get_num_threads();
+    qkv_ctx *ctx = tu_ctx();
+    for (int vector = 0; vector <= 1; vector++)
+        for (int threads = 1; threads <= 2; threads++) {
+            qkv__attend_cached_vector(vector);
+            qkv_set_num_threads(threads);
+            qkv_attend_cached_problem p = {.N = N, .H = H, .S = S, .D = D, .scale = 0.125, .q = q, .q_sn = C,
+                                           .q_sh = D, .k = k, .v = v, .kv_sn = row, .kv_sh = L * D, .kv_sj = D,
+                                           .kv_rows = rows, .o = o1, .o_sn = C};
+            CHECK(qkv__attend_cached(ctx, &p));
+            p.k = kc, p.v = vc, p.kv_rows = NULL, p.o = o2;
+            CHECK(qkv__attend_cached(ctx, &p));
+            CHECK_MSG(memcmp(o1, o2, sizeof(qkv_real) * N * C) == 0,
+                      "vector %d, %d thread(s): shared rows differ from per-row copies", vector, threads);
+            double want[D];
+            expected(&p, N - 1, H - 1, want); /* and the copies match the closed form */
+            for (int64_t d = 0; d < D; d++)
+                CHECK_NEAR(o2[(N - 1) * C + (H - 1) * D + d], want[d], sizeof(qkv_real) == sizeof(float) ? 2e-6 : 1e-13);
+        }
+    qkv__attend_cached_vector(true);
+    qkv_set_num_threads(saved);
+    qkv_ctx_free(ctx);
+done:
+    free(q), free(k), free(v), free(kc), free(vc), free(o1), free(o2);
 }

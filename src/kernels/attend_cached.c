@@ -206,21 +206,23 @@ typedef struct {
     const int32_t *pad;       /* (S) the row's padding flags, or NULL */
     int64_t S, D;
     qkv_real scale;
-    bool fetched;             /* this thread's previous task read the same keys and values */
+    const int64_t *prev_off;  /* (S) the key offsets of this thread's previous task when it ran
+                               * under the same head (the previous row of the block), or NULL */
     const qkv_real *next_k, *next_v; /* the next task's keys and values, or NULL */
     const int64_t *next_off;
 } task;
 
-/* Prefetches for key j (see attend_one). */
+/* Prefetches for key j (see attend_one): each skipped where the previous task read the same key,
+ * or where the next task reads this one. */
 QKV_ROW_INLINE void prefetch_key(const task *t, int64_t j) {
-    if (t->next_k) {
+    if (t->next_k && t->next_k + t->next_off[j] != t->k + t->off[j]) {
         prefetch_vector_l2(t->next_k + t->next_off[j], t->D);
         prefetch_vector_l2(t->next_v + t->next_off[j], t->D);
     }
-    if (!t->fetched) {
-        if (j + PREFETCH_KEYS < t->S) prefetch_vector(t->k + t->off[j + PREFETCH_KEYS], t->D);
-        prefetch_vector(t->v + t->off[j], t->D);
-    }
+    const int64_t ahead = j + PREFETCH_KEYS;
+    if (ahead < t->S && !(t->prev_off && t->prev_off[ahead] == t->off[ahead]))
+        prefetch_vector(t->k + t->off[ahead], t->D);
+    if (!(t->prev_off && t->prev_off[j] == t->off[j])) prefetch_vector(t->v + t->off[j], t->D);
 }
 
 /* s[j] = scale q.k_j (-inf for a padded key), one key at a time; returns max_j s[j] (-inf when
@@ -304,13 +306,14 @@ QKV_CLONES static void attend_exp_shift(qkv_real *restrict s, int64_t S, qkv_rea
 }
 
 /* The task t: o (D) = sum_j softmax_j(s_j) v_j over its keys; s holds S reals (the scores, then
- * the probabilities). Keys and values are prefetched towards L1 as they are scored unless
- * t->fetched says this thread's previous task read the very same ones (a beam's siblings, one
- * after the other under a head: they are in L1 already, and the prefetches would only cost issue
- * slots). Unless t->next_k is NULL, the keys next_k + next_off[j] and values next_v + next_off[j]
- * of this thread's next task are prefetched into L2 while the keys j are scored, so that task
- * finds them there instead of starting a new stream from memory (config-B greedy decoding's steps
- * ~3-6 % faster, BENCHMARKS.md "Session 15"). */
+ * the probabilities). Each key and value is prefetched towards L1 as it is scored, unless this
+ * thread's previous task read it (a beam's siblings, one after the other under a head, share
+ * their source's keys and their prefix's: in L1 already, where the prefetches would only cost
+ * issue slots and miss-buffer entries). Unless t->next_k is NULL, the keys
+ * next_k + next_off[j] and values next_v + next_off[j] of this thread's next task that are not
+ * this task's are prefetched into L2 while the keys j are scored, so that task finds them there
+ * instead of starting a new stream from memory (config-B greedy decoding's steps ~3-6 % faster,
+ * BENCHMARKS.md "Session 15"). */
 static void attend_one(const task *t, qkv_real *restrict s, bool vec, qkv_real *restrict o) {
     const int64_t S = t->S, D = t->D;
 #ifdef ATTEND_AVX2
@@ -380,7 +383,6 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
         unsigned char *mine = scratch;
 #endif
         int64_t *off = (int64_t *)(mine + reals), block = -1; /* the block whose offsets off holds */
-        bool same[ROW_BLOCK]; /* same[i]: row n0 + i reads the keys of row n0 + i - 1 */
         const int64_t blocks = (p->N + ROW_BLOCK - 1) / ROW_BLOCK;
 #ifdef QKV_WITH_OPENMP
 #pragma omp for schedule(static)
@@ -389,17 +391,13 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
             const int64_t n0 = t / p->H * ROW_BLOCK, n1 = n0 + ROW_BLOCK < p->N ? n0 + ROW_BLOCK : p->N;
             if (t / p->H != block) { /* once per block and thread */
                 block = t / p->H;
-                for (int64_t n = n0; n < n1; n++) {
-                    key_offsets(p, n, off + (n - n0) * p->S);
-                    same[n - n0] = n > n0 && memcmp(off + (n - n0) * p->S, off + (n - n0 - 1) * p->S,
-                                                    sizeof(int64_t) * (size_t)p->S) == 0;
-                }
+                for (int64_t n = n0; n < n1; n++) key_offsets(p, n, off + (n - n0) * p->S);
             }
             const int64_t h = t % p->H;
             for (int64_t n = n0; n < n1; n++) {
                 /* the next (row, head) of this thread: the next row, or the block's first under
-                 * the next head; its keys are prefetched unless they are this row's */
-                const bool pf = n + 1 < n1 ? !same[n + 1 - n0] : h + 1 < p->H;
+                 * the next head */
+                const bool pf = n + 1 < n1 || h + 1 < p->H;
                 const int64_t nh = n + 1 < n1 ? h : h + 1, nn = n + 1 < n1 ? n + 1 : n0;
                 const task one = {.q = p->q + n * p->q_sn + h * p->q_sh,
                                   .k = p->k + h * p->kv_sh,
@@ -409,7 +407,7 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
                                   .S = p->S,
                                   .D = p->D,
                                   .scale = (qkv_real)p->scale,
-                                  .fetched = same[n - n0],
+                                  .prev_off = n > n0 ? off + (n - 1 - n0) * p->S : NULL,
                                   .next_k = pf ? p->k + nh * p->kv_sh : NULL,
                                   .next_v = pf ? p->v + nh * p->kv_sh : NULL,
                                   .next_off = off + (nn - n0) * p->S};

@@ -21,10 +21,10 @@
  * blocks of 8 dimensions, give as many independent chains. Keys are prefetched PREFETCH_KEYS
  * ahead while scoring, and each key's value vector as its score is computed, so the weighted sum
  * finds them in cache: a step reads the keys of rows written many products ago (BENCHMARKS.md,
- * "Session 11"); and the next task's keys and values into L2 meanwhile ("Session 15"); neither
- * when the previous or the next row of the thread reads the same keys (a beam's siblings under
- * cross-attention). With the eight-key groups, S beam 5's attention regions take 12-18 % less
- * time (BENCHMARKS.md, "Session 18").
+ * "Session 11"); and the next task's keys and values into L2 meanwhile ("Session 15"); but no
+ * key the thread's previous row read, nor one of this row's that the next row reads (a beam's
+ * siblings share their source's keys and their prefix's). With the eight-key groups, S beam 5's
+ * attention regions take 17-20 % less time (BENCHMARKS.md, "Session 18").
  *
  * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
  * CTranslate2's incremental decoders attend the new position over the cache the same way.

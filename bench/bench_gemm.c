@@ -42,6 +42,14 @@
  * median of 7 samples of each, GFLOP/s of both and tiles time / packed time (> 1: packed is
  * faster; "-" where the rule sends the shape to BLAS anyway).
  *
+ *   build/release/bench_gemm --packed-modes [--threads N]
+ *
+ * The packed GEMM's two ways of sharing a product between threads (each thread a share of C's
+ * columns, packing all of A; or of its rows, the packed B shared), each forced in turn through
+ * qkv__gemm_packed_column_rows on the same products, M = 128 .. 1024 rows against config B's
+ * weights, alternating, operands in cache; the median of 7 samples of each and columns time / rows
+ * time (> 1: rows are faster). The basis of the 512-row bound (BENCHMARKS.md, "Session 18").
+ *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
  * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
@@ -260,6 +268,54 @@ static int packed_table(void) {
     return 0;
 }
 
+/* --packed-modes: the packed GEMM's two thread splits on the same products, A (M, K) B (N, K)^T as
+ * qkv_linear multiplies, M around the bound between them (gemm_packed.c, "Column mode"). */
+static int packed_modes(void) {
+    if (!qkv__gemm_packed_available()) {
+        fprintf(stderr, "bench_gemm: --packed-modes: this CPU or build has no packed GEMM (x86-64 with AVX-512F, "
+                        "float)\n");
+        return 1;
+    }
+    static const int64_t ms[] = {128, 256, 384, 512, 768, 1024}, nk[][2] = {{512, 512}, {512, 2048}, {2048, 512}};
+    enum { SAMPLES = 7 };
+    printf("qkv %s, %d thread(s): the packed GEMM splitting C's columns against its rows, median of %d\n",
+           qkv_version(), qkv_get_num_threads(), SAMPLES);
+    printf("%-18s %12s %12s %9s\n", "M x N x K", "columns GF/s", "rows GF/s", "rows/col");
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+        for (size_t j = 0; j < sizeof nk / sizeof *nk; j++) {
+            const int64_t m = ms[i], n = nk[j][0], k = nk[j][1];
+            qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * k)),
+                     *b = aligned_alloc(64, sizeof(qkv_real) * (size_t)(k * n)),
+                     *c = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * n));
+            if (!a || !b || !c) {
+                fprintf(stderr, "bench_gemm: out of memory\n");
+                free(a), free(b), free(c);
+                return 1;
+            }
+            for (int64_t e = 0; e < m * k; e++) a[e] = (qkv_real)((e % 17) * 0.01 - 0.08);
+            for (int64_t e = 0; e < k * n; e++) b[e] = (qkv_real)((e % 13) * 0.01 - 0.06);
+            const int64_t reps = 1 + 200000000 / (m * n * k);
+            double t[2][SAMPLES];
+            for (int pass = 0; pass < SAMPLES + 1; pass++)
+                for (int which = 0; which < 2; which++) { /* 0: columns, 1: rows */
+                    qkv__gemm_packed_column_rows(which == 0 ? INT64_MAX : 0);
+                    const double t0 = bench_now();
+                    for (int64_t r = 0; r < reps; r++) qkv_gemm(false, true, m, n, k, 1, a, k, b, k, 0, c, n);
+                    if (pass >= 1) t[which][pass - 1] = (bench_now() - t0) / (double)reps;
+                }
+            qkv__gemm_packed_column_rows(-1);
+            qsort(t[0], SAMPLES, sizeof(double), cmp_double);
+            qsort(t[1], SAMPLES, sizeof(double), cmp_double);
+            const double flop = 2.0 * (double)m * (double)n * (double)k * 1e-9;
+            char dims[48];
+            snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+            printf("%-18s %12.1f %12.1f %8.3fx\n", dims, flop / t[0][SAMPLES / 2], flop / t[1][SAMPLES / 2],
+                   t[0][SAMPLES / 2] / t[1][SAMPLES / 2]);
+            free(a), free(b), free(c);
+        }
+    return 0;
+}
+
 static int decode_step(void) {
     enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3, MAX_M = 96 };
     static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
@@ -345,7 +401,7 @@ int main(int argc, char **argv) {
     int threads = 0, lanes = 0;
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
-         rows_table = false, packed = false;
+         rows_table = false, packed = false, modes = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads")) {
             if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
@@ -364,11 +420,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--decode-step")) decode_stream = true;
         else if (!strcmp(argv[i], "--few-rows")) rows_table = true;
         else if (!strcmp(argv[i], "--packed")) packed = true;
+        else if (!strcmp(argv[i], "--packed-modes")) modes = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
                             "       bench_gemm --decode-step [--threads N] [--lanes 8|16]\n"
                             "       bench_gemm --few-rows [--threads N] [--lanes 8|16]\n"
                             "       bench_gemm --packed [--threads N]\n"
+                            "       bench_gemm --packed-modes [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -389,6 +447,7 @@ int main(int argc, char **argv) {
     if (decode_stream) return decode_step();
     if (rows_table) return few_rows();
     if (packed) return packed_table();
+    if (modes) return packed_modes();
     typedef struct {
         const char *name;
         int64_t m, n, k;

@@ -310,6 +310,10 @@ bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64
 /* For bench/bench_gemm.c: false sends these products back to BLAS (qkv_gemm's tiles); true (the
  * default) restores the rule. Not thread-safe; not for library code. */
 void qkv__gemm_packed_enable(bool on);
+/* For bench/bench_gemm.c --packed-modes: products of up to `rows` rows split C's columns over the
+ * threads, larger ones its rows (gemm_packed.c, "Column mode"); a negative value restores the
+ * rule. Returns the bound in force before. Not thread-safe; not for library code. */
+int64_t qkv__gemm_packed_column_rows(int64_t rows);
 
 /* Batches of matrices in a 2-level layout: matrix (i, j), i < n_outer, j < n_inner, starts at
  * p + i outer + j inner and has leading dimension ld. Head views (B, H, L, D) of a (B, L, C)

@@ -11,7 +11,7 @@
  * depend on the thread count, because the split never touches the order of any sum.
  *
  * Loops (Goto & van de Geijn, TOMS 2008; the packing of BLIS, Van Zee & van de Geijn 2015), row
- * mode (more than 1024 rows):
+ * mode (more than 384 rows):
  *
  *   jo (NCO = 4096 columns of C)
  *    pc (KC = 512 of the k dimension)      op(B)[pc.., jo..] packed by all threads into NR-column
@@ -23,12 +23,14 @@
  *        jr (NR = 32 columns)              micro-kernel: C[12 x 32] (+)= A-panel B-panel
  *    barrier, except after the last slice (the next slice overwrites packed B)
  *
- * Column mode (up to 1024 rows): each thread takes an even share of C's columns, and per k slice
- * packs all of op(A) (at most 1024 x 512 floats, 2 MiB) and its own columns of op(B) NC at a
+ * Column mode (up to 384 rows): each thread takes an even share of C's columns, and per k slice
+ * packs all of op(A) (at most 384 x 512 floats, 768 KiB) and its own columns of op(B) NC at a
  * time, then runs the ir / jr loops above: A is packed once per thread (little, as it has few
  * rows), B once, and no thread waits for another. With fewer rows than threads have chunks the
  * shared-B row mode would leave threads idle or re-read B from L3 (0.83-0.93x OpenBLAS's tiles at
- * 128-256 rows, against 1.05-1.23x in this mode).
+ * 128-256 rows, against 1.05-1.23x in this mode). From about 384 rows on, row mode is as fast or
+ * faster: each thread packing all of A costs more than sharing B (1.0-1.15x at 512-1024 rows,
+ * `bench_gemm --packed-modes`, BENCHMARKS.md "Session 18").
  *
  * The micro-kernel holds the 12 x 32 tile of C in 24 zmm accumulators; per step p it loads
  * 32 values of B (2 zmm), broadcasts 12 of A from memory and issues 24 FMAs. It runs at the
@@ -50,7 +52,7 @@
  *
  * Memory: the packed slices live in one buffer per calling thread (row mode: packed B
  * KC x min(n, NCO) floats, 8 MiB at most, and KC x MC_MAX per OpenMP thread, 384 KiB each; column
- * mode: at most 2.5 MiB per OpenMP thread), kept between calls and freed when that thread exits,
+ * mode: at most 1.25 MiB per OpenMP thread), kept between calls and freed when that thread exits,
  * so the hot loop never allocates. When it cannot be allocated, qkv__gemm_packed returns false and
  * the caller computes the product with BLAS.
  */
@@ -77,7 +79,7 @@ enum {
     MC_MAX = 192,      /* rows of A packed at a time (16 micro-panels, 384 KiB) */
     NC = 256,          /* columns of packed B swept per A block: 512 KiB of L2 */
     NCO = 4096,        /* columns of B packed per pass: bounds the buffer to 8 MiB */
-    COL_MODE_ROWS = 1024, /* up to this many rows, threads split the columns instead */
+    COL_MODE_ROWS = 384, /* up to this many rows, threads split the columns instead */
 };
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -246,8 +248,13 @@ static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t
 }
 
 static _Atomic bool packed_enabled = true; /* relaxed: a benchmark's switch, no ordering */
+static _Atomic int64_t column_rows = COL_MODE_ROWS; /* relaxed: as packed_enabled */
 
 void qkv__gemm_packed_enable(bool on) { atomic_store_explicit(&packed_enabled, on, memory_order_relaxed); }
+
+int64_t qkv__gemm_packed_column_rows(int64_t rows) {
+    return atomic_exchange_explicit(&column_rows, rows < 0 ? COL_MODE_ROWS : rows, memory_order_relaxed);
+}
 
 /* CPUs with AVX-512F. Measured on Intel Emerald Rapids (BENCHMARKS.md, "Session 12") and AMD Zen 4
  * (Session 13: 1.09-1.16x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
@@ -314,7 +321,7 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 #endif
     const int64_t panels = (m + MR - 1) / MR; /* of A's rows */
     const int64_t b_panels = (min64(n, NCO) + NR - 1) / NR, n_panels = (n + NR - 1) / NR;
-    const bool by_columns = m <= COL_MODE_ROWS && n_panels >= threads;
+    const bool by_columns = m <= atomic_load_explicit(&column_rows, memory_order_relaxed) && n_panels >= threads;
     const int64_t per_thread = by_columns ? panels * MR * KC + NC * KC : MC_MAX * KC;
     float *buf = buffer_get((size_t)((by_columns ? 0 : b_panels * NR * KC) + threads * per_thread));
     if (!buf) return false;
@@ -378,6 +385,10 @@ bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int
 }
 #else
 void qkv__gemm_packed_enable(bool on) { (void)on; }
+int64_t qkv__gemm_packed_column_rows(int64_t rows) {
+    (void)rows;
+    return 0;
+}
 bool qkv__gemm_packed_available(void) { return false; }
 bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
     (void)m, (void)n, (void)k;

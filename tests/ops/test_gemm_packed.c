@@ -7,7 +7,7 @@
  *   of the 12 x 32 micro-tile (m, n not multiples of 12 or 32), k tails of the 16-wide packing
  *   transposes, two and three k slices of 512, alpha and beta (0, 1, other), leading dimensions
  *   padded with NaN (a read outside the operand would show) and a sentinel in C's padding (a
- *   write outside C would show); both of the thread split's modes (rows: m > 1024; columns);
+ *   write outside C would show); both of the thread split's modes (rows: m > 384; columns);
  *   row mode with three k slices, each overwriting the shared packed B of the one before.
  * - BLAS semantics: beta = 0 ignores NaN in C; alpha = 0 and k = 0 are left to the caller.
  * - Rounding, bit for bit: on random floats the result equals a scalar emulation of the
@@ -102,7 +102,7 @@ static void emulate(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
 TEST(gemm_packed_exact_on_every_edge_path) {
     NEED_KERNEL();
 #ifndef QKV_DOUBLE
-    /* column mode (m <= 1024): micro-tile edges and k tails; two and three k slices */
+    /* column mode (m <= 384): micro-tile edges and k tails; two and three k slices */
     const int64_t ms[] = {5, 12, 37}, ns[] = {7, 32, 70}, ks[] = {1, 17, 513, 1100};
     const float ab[][2] = {{1, 0}, {-2, 1}, {0.5f, -0.5f}};
     int count = 0;
@@ -111,7 +111,7 @@ TEST(gemm_packed_exact_on_every_edge_path) {
             for (size_t j = 0; j < sizeof ns / sizeof *ns; j++)
                 for (size_t l = 0; l < sizeof ks / sizeof *ks; l++, count++)
                     exact_case(t & 1, t & 2, ms[i], ns[j], ks[l], ab[count % 3][0], ab[count % 3][1], count % 3);
-    /* row mode (m > 1024): the packed B shared; rows split over the threads in blocks of 192 */
+    /* row mode (m > 384): the packed B shared; rows split over the threads in blocks of 192 */
     for (int t = 0; t < 4; t++) {
         exact_case(t & 1, t & 2, 1037, 20, 530, 1, 0, 1);
         exact_case(t & 1, t & 2, 1200, 40, 20, -2, 1, 0);
@@ -143,7 +143,7 @@ TEST(gemm_packed_beta_zero_ignores_nan_and_leaves_degenerate_calls) {
 TEST(gemm_packed_bits_follow_the_documented_order_for_any_thread_count) {
     NEED_KERNEL();
 #ifndef QKV_DOUBLE
-    /* (m, n, k): column mode with 3 slices; row mode (m > 1024) with 2 and with 3 (the shared
+    /* (m, n, k): column mode with 3 slices; row mode (m > 384) with 2 and with 3 (the shared
      * packed B overwritten twice); two passes of packed B (n > 4096) in column mode; ragged
      * edges everywhere */
     const int64_t shapes[][3] = {{131, 77, 1100}, {1031, 20, 520}, {1049, 70, 1300}, {40, 4200, 21}};
@@ -267,5 +267,37 @@ TEST(gemm_packed_buffer_of_an_exiting_thread_is_freed) {
     CHECK(pthread_create(&thread, NULL, product_on_a_thread, &token) == 0);
     CHECK(pthread_join(thread, &result) == 0);
     CHECK_MSG(result == &token, "the product on a new thread did not run");
+#endif
+}
+
+/* The two thread splits, each forced on the same products (qkv__gemm_packed_column_rows): the
+ * bits of the documented order either way, so moving the bound between them moves no result.
+ * Shapes on both sides of the bound, with k tails and three slices, on 2 threads. */
+TEST(gemm_packed_row_and_column_splits_give_the_same_bits) {
+    NEED_KERNEL();
+#ifndef QKV_DOUBLE
+    const int64_t shapes[][3] = {{450, 77, 1100}, {100, 300, 530}, {1030, 40, 70}};
+    const int saved = qkv_get_num_threads();
+    qkv_set_num_threads(2);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
+        float *want = malloc(sizeof(float) * (size_t)(m * n)), *got = malloc(sizeof(float) * (size_t)(m * n));
+        tu_fill_uniform(a, m * k, -1, 1, 81 + s);
+        tu_fill_uniform(b, n * k, -1, 1, 82 + s);
+        memset(want, 0, sizeof(float) * (size_t)(m * n));
+        emulate(false, true, m, n, k, 1, a, k, b, k, 0, want, n);
+        for (int split = 0; split < 2; split++) {
+            qkv__gemm_packed_column_rows(split == 0 ? INT64_MAX : 0); /* columns, then rows */
+            memset(got, 0xff, sizeof(float) * (size_t)(m * n));  /* NaN until written */
+            const bool ran = qkv__gemm_packed(false, true, m, n, k, 1, a, k, b, k, 0, got, n);
+            CHECK_MSG(ran && memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
+                      "%lldx%lldx%lld split by %s: bits differ from the documented order", (long long)m,
+                      (long long)n, (long long)k, split == 0 ? "columns" : "rows");
+        }
+        qkv__gemm_packed_column_rows(-1);
+        free(a), free(b), free(want), free(got);
+    }
+    qkv_set_num_threads(saved);
 #endif
 }

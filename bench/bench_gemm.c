@@ -196,6 +196,22 @@ static int few_rows(void) {
     return 0;
 }
 
+/* A (m x k) and B (k x n) filled with small repeating values (the same ones in every table) and C
+ * (m x n), 64-byte aligned; false (with a message, nothing left allocated) when out of memory. */
+static bool operands(int64_t m, int64_t n, int64_t k, qkv_real **a, qkv_real **b, qkv_real **c) {
+    *a = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * k));
+    *b = aligned_alloc(64, sizeof(qkv_real) * (size_t)(k * n));
+    *c = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * n));
+    if (!*a || !*b || !*c) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        free(*a), free(*b), free(*c);
+        return false;
+    }
+    for (int64_t i = 0; i < m * k; i++) (*a)[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
+    for (int64_t i = 0; i < k * n; i++) (*b)[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+    return true;
+}
+
 static int packed_table(void) {
     if (!qkv__gemm_packed_available()) {
         fprintf(stderr, "bench_gemm: --packed: this CPU or build has no packed GEMM (x86-64 with AVX-512F, "
@@ -233,16 +249,8 @@ static int packed_table(void) {
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const bool ta = shapes[s].ta, tb = shapes[s].tb;
         const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
-        qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * k)),
-                 *b = aligned_alloc(64, sizeof(qkv_real) * (size_t)(k * n)),
-                 *c = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * n));
-        if (!a || !b || !c) {
-            fprintf(stderr, "bench_gemm: out of memory\n");
-            free(a), free(b), free(c);
-            return 1;
-        }
-        for (int64_t i = 0; i < m * k; i++) a[i] = (qkv_real)((i % 17) * 0.01 - 0.08);
-        for (int64_t i = 0; i < k * n; i++) b[i] = (qkv_real)((i % 13) * 0.01 - 0.06);
+        qkv_real *a, *b, *c;
+        if (!operands(m, n, k, &a, &b, &c)) return 1;
         const int64_t lda = ta ? m : k, ldb = tb ? k : n, reps = 1 + 200000000 / (m * n * k);
         const bool packed = qkv__gemm_uses_packed(m, n, k);
         double t[2][SAMPLES];
@@ -284,16 +292,8 @@ static int packed_modes(void) {
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
         for (size_t j = 0; j < sizeof nk / sizeof *nk; j++) {
             const int64_t m = ms[i], n = nk[j][0], k = nk[j][1];
-            qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * k)),
-                     *b = aligned_alloc(64, sizeof(qkv_real) * (size_t)(k * n)),
-                     *c = aligned_alloc(64, sizeof(qkv_real) * (size_t)(m * n));
-            if (!a || !b || !c) {
-                fprintf(stderr, "bench_gemm: out of memory\n");
-                free(a), free(b), free(c);
-                return 1;
-            }
-            for (int64_t e = 0; e < m * k; e++) a[e] = (qkv_real)((e % 17) * 0.01 - 0.08);
-            for (int64_t e = 0; e < k * n; e++) b[e] = (qkv_real)((e % 13) * 0.01 - 0.06);
+            qkv_real *a, *b, *c;
+            if (!operands(m, n, k, &a, &b, &c)) return 1;
             const int64_t reps = 1 + 200000000 / (m * n * k);
             double t[2][SAMPLES];
             for (int pass = 0; pass < SAMPLES + 1; pass++)

@@ -187,6 +187,15 @@ qkv_tensor *qkv__alloc_like(qkv_ctx *ctx, const qkv_tensor *t) {
     return qkv__alloc(ctx, t->dtype, t->ndim, t->shape);
 }
 
+qkv_tensor *qkv__alloc_over(qkv_ctx *ctx, qkv_tensor *t) {
+    if (!ctx || ctx->status) return NULL;
+    QKV_ASSERT(!t->base && qkv_tensor_is_contiguous(t));
+    int64_t n = 0;
+    qkv_tensor *over = tensor_header(ctx, t->dtype, t->ndim, t->shape, &n);
+    if (over) over->data = t->data;
+    return over;
+}
+
 void *qkv__scratch(qkv_ctx *ctx, size_t bytes) {
     if (!ctx || ctx->status) return NULL;
     void *p = qkv__arena_alloc(&ctx->arena, bytes);

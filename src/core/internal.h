@@ -173,6 +173,16 @@ bool qkv__check_dtype(qkv_ctx *ctx, const char *op, const qkv_tensor *t, const c
 /* A contiguous tensor of the given shape (uninitialised / zeroed) from the step arena. */
 qkv_tensor *qkv__alloc(qkv_ctx *ctx, qkv_dtype dt, int ndim, const int64_t *shape);
 qkv_tensor *qkv__alloc_like(qkv_ctx *ctx, const qkv_tensor *t);
+/* A new tensor (not a view: a gradient of its own) of t's dtype and shape holding t's storage, for
+ * an op that writes its output over an input whose values nothing reads again. t must own its
+ * storage (not a view) and be contiguous. */
+qkv_tensor *qkv__alloc_over(qkv_ctx *ctx, qkv_tensor *t);
+/* qkv_add_dropout(x, f, p) with the same bits, forward and backward, written over f's storage
+ * where f owns it (training, p > 0): for a residual connection around a sub-layer whose output f
+ * nothing reads again (the final projection of attention or the feed-forward block: a linear's
+ * backward reads its input and weight, never its output), so the step keeps one (B, T, C) tensor
+ * fewer per sub-layer. Otherwise it is qkv_add_dropout. */
+qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p);
 /* Raw step memory for saved statistics, scratch, etc. */
 void *qkv__scratch(qkv_ctx *ctx, size_t bytes);
 /* t itself when contiguous, else a recorded contiguous copy (qkv_contiguous). */

@@ -120,7 +120,8 @@ static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, su
     case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, weights); break;
     case SUB_FF: f = qkv__layer_feed_forward(ctx, l, in); break;
     }
-    qkv_tensor *sum = qkv_add_dropout(ctx, x, f, l->cfg.dropout); /* x + drop(f), the bits of the pair */
+    /* x + drop(f), the bits of the pair, over f's storage (f, a linear's output, is not read again) */
+    qkv_tensor *sum = qkv__add_dropout_over(ctx, x, f, l->cfg.dropout);
     return l->cfg.norm_first ? sum : norm(ctx, l, norm_index, sum);
 }
 

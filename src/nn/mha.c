@@ -218,27 +218,30 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
     /* the composed ops' arithmetic in one op that keeps only the weights (qkv_sdpa_weights) */
     const bool weights_op = c->use_fused && short_keys && !weights_out && c->score == QKV_SCORE_SCALED_DOT &&
                             c->norm == QKV_NORM_SOFTMAX && (c->relpos == QKV_RELPOS_NONE || c->relpos == QKV_RELPOS_ROPE);
-    qkv_tensor *o; /* (B, H, T, D) */
-    if (weights_op) {
-        o = qkv_sdpa_weights(ctx, q, k, v, 1 / sqrt((double)D), mask, dropout_on ? c->dropout : 0);
-    } else if (fused) {
-        qkv_real *slopes = NULL;
-        if (c->relpos == QKV_RELPOS_ALIBI) {
-            slopes = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)H);
-            if (!slopes) return NULL;
-            qkv_alibi_slopes(H, slopes);
-        }
-        /* dropout inside the kernel: the mask and random position of the composed path's */
-        o = qkv_sdpa_dropout(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes, dropout_on ? c->dropout : 0);
+    qkv_tensor *merged; /* (B, T, C) */
+    if (weights_op) { /* the heads merged as they are written: no merge copy */
+        merged = qkv_sdpa_weights_merged(ctx, q, k, v, 1 / sqrt((double)D), mask, dropout_on ? c->dropout : 0);
     } else {
-        qkv_tensor *e = qkv__mha_scores(ctx, m, q, k, query_offset); /* (B, H, T, S) */
-        qkv_tensor *a = qkv_attn_normalize(ctx, e, c->norm, mask);  /* (B, H, T, S) */
-        if (weights_out) *weights_out = a;
-        qkv_tensor *ad = qkv_dropout(ctx, a, c->dropout);
-        o = qkv_matmul(ctx, ad, v, false, false); /* (B, H, T, D) */
-        if (c->relpos == QKV_RELPOS_SHAW) o = qkv_add(ctx, o, qkv_shaw_values_at(ctx, ad, m->rel_v, query_offset));
+        qkv_tensor *o; /* (B, H, T, D) */
+        if (fused) {
+            qkv_real *slopes = NULL;
+            if (c->relpos == QKV_RELPOS_ALIBI) {
+                slopes = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)H);
+                if (!slopes) return NULL;
+                qkv_alibi_slopes(H, slopes);
+            }
+            /* dropout inside the kernel: the mask and random position of the composed path's */
+            o = qkv_sdpa_dropout(ctx, q, k, v, 1 / sqrt((double)D), mask, slopes, dropout_on ? c->dropout : 0);
+        } else {
+            qkv_tensor *e = qkv__mha_scores(ctx, m, q, k, query_offset); /* (B, H, T, S) */
+            qkv_tensor *a = qkv_attn_normalize(ctx, e, c->norm, mask);  /* (B, H, T, S) */
+            if (weights_out) *weights_out = a;
+            qkv_tensor *ad = qkv_dropout(ctx, a, c->dropout);
+            o = qkv_matmul(ctx, ad, v, false, false); /* (B, H, T, D) */
+            if (c->relpos == QKV_RELPOS_SHAW) o = qkv_add(ctx, o, qkv_shaw_values_at(ctx, ad, m->rel_v, query_offset));
+        }
+        merged = qkv_merge_heads(ctx, o);
     }
-    qkv_tensor *merged = qkv_merge_heads(ctx, o);                           /* (B, T, C) */
     qkv_tensor *y = qkv_linear(ctx, merged, m->out_proj_weight, m->out_proj_bias); /* (B, T, C) */
     if (ctx->status && weights_out) *weights_out = NULL;
     return y;

@@ -248,6 +248,29 @@ qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p
     return y;
 }
 
+qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p) {
+    if (!QKV_OP_BEGIN(ctx, "add_dropout", x, f)) return NULL;
+    /* the general op wherever f's storage cannot take the sum: a view or strided f, an x that
+     * shares f's storage, evaluation (nothing is kept for backward anyway) */
+    if (!ctx->training || p == 0 || f->base || !qkv_tensor_is_contiguous(f) || x->data == f->data ||
+        (x->base && x->base->data == f->data) || !qkv_tensor_same_shape(x, f) || f->dtype != QKV_REAL ||
+        x->dtype != QKV_REAL || !(p > 0 && p < 1))
+        return qkv_add_dropout(ctx, x, f, p);
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = qkv__alloc_over(ctx, f);
+    if (!y) return NULL;
+    const int64_t n = qkv_tensor_numel(x);
+    const uint64_t stream = qkv__next_stream(ctx);
+    const qkv_elementwise_kernels *ew = qkv_elementwise_kernels_for(ctx);
+    /* f = keep ? f / (1 - p) : 0 in place, then f += x: dropout(f) + x, which is x + dropout(f)
+     * (addition commutes exactly), qkv_add_dropout's value */
+    ew->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(f), false);
+    ew->scale(n, 1, qkv__data(x), qkv__data(y), true);
+    qkv_tape_entry *e = qkv__record(ctx, &add_dropout_op, y, 2, (qkv_tensor *[]){x, f});
+    save_dropout(e, ctx, p, stream);
+    return y;
+}
+
 /* ---- reductions ----------------------------------------------------------------------------- */
 
 static void sum_backward(qkv_ctx *ctx, qkv_tape_entry *e) {

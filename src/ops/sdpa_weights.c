@@ -20,6 +20,12 @@
  * on config B (T = S = 64, 18 attention modules) 144 MiB of a 2.2 GiB training step.
  * The fused qkv_sdpa_dropout keeps none, but its tiled kernel is slower where a head's scores fit
  * one tile (BENCHMARKS.md); the MHA module picks between the two by size (src/nn/mha.c).
+ *
+ * qkv_sdpa_weights_merged writes o with the heads merged, (B, T, H Dv), as qkv_merge_heads would
+ * copy it: each head's (T, Dv) product lands in its columns of the merged rows (row stride H Dv)
+ * and backward reads dO there, so the MHA module's merge copy and its (B, T, C) tensor go (config
+ * B: 18 x 4 MiB of a training step's arena, BENCHMARKS.md "Session 18"). A product's bits do not
+ * depend on where its result is stored, so the two ops agree bit for bit.
  */
 #include "../kernels/attention.h"
 #include "../kernels/elementwise.h"
@@ -30,6 +36,7 @@
 typedef struct weights_saved {
     qkv_attn_dims scores; /* (B, H, T, S, D) with the layouts of q and k */
     qkv__mat_layout lv;   /* v's layout (fast kernels; contiguous with the reference ones) */
+    qkv__mat_layout lo;   /* o's: (B, H, T, Dv) contiguous, or merged (B, T, H Dv) */
     int64_t Dv;
     qkv_real alpha;                /* the scale */
     qkv_mask mask;                 /* copy of the caller's (its tensors live until backward) */
@@ -45,7 +52,7 @@ static qkv_attn_dims weight_dims(const qkv_attn_dims *d) {
 
 /* c (B, H, M, N) (+)= op(a) op(b) per head, with the products qkv_matmul makes for 4-D operands:
  * qkv__gemm_batched2 on the fast kernels, one reference GEMM per head on the reference ones
- * (operands contiguous there). */
+ * (q, k and v contiguous there; o contiguous or merged). */
 static void head_products(const qkv_ctx *ctx, bool ta, bool tb, int64_t B, int64_t H, int64_t M,
                           int64_t N, int64_t K, const qkv_real *a, qkv__mat_layout la,
                           const qkv_real *b, qkv__mat_layout lb, qkv_real beta, qkv_real *c,
@@ -54,9 +61,10 @@ static void head_products(const qkv_ctx *ctx, bool ta, bool tb, int64_t B, int64
         qkv__gemm_batched2(ta, tb, B, H, M, N, K, 1, a, la, b, lb, beta, c, lc);
         return;
     }
-    for (int64_t s = 0; s < B * H; s++)
-        qkv_gemm_ref(ta, tb, M, N, K, 1, a + s * la.inner, la.ld, b + s * lb.inner, lb.ld, beta,
-                     c + s * lc.inner, lc.ld);
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t h = 0; h < H; h++)
+            qkv_gemm_ref(ta, tb, M, N, K, 1, a + i * la.outer + h * la.inner, la.ld, b + i * lb.outer + h * lb.inner,
+                         lb.ld, beta, c + i * lc.outer + h * lc.inner, lc.ld);
 }
 
 /* Layout of a contiguous (B, H, rows, cols) tensor. */
@@ -79,7 +87,7 @@ static void weights_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const qkv_attn_dims *d = &w->scores, wd = weight_dims(d);
     const int64_t B = d->B, H = d->H, T = d->T, S = d->S, n = B * H * T * S;
     const qkv_real *a = qkv__data(e->saved[0]), *dout = (const qkv_real *)e->out->grad;
-    const qkv__mat_layout la = contiguous_layout(H, T, S), lo = contiguous_layout(H, T, w->Dv);
+    const qkv__mat_layout la = contiguous_layout(H, T, S), lo = w->lo;
     /* x: a' (with dropout), then dE; y: dA'; z: dA (with dropout). Buffers of one (B, H, T, S)
      * tensor each, the size the forward's scratch and the other modules' have: the pool serves
      * them all, so a model's attention modules share a few instead of keeping three apiece. */
@@ -122,8 +130,9 @@ static void weights_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
 
 static const qkv_op_desc weights_op = {"sdpa_weights", weights_backward};
 
-qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
-                             double scale, const qkv_mask *mask, double dropout_p) {
+/* qkv_sdpa_weights, and with `merged` qkv_sdpa_weights_merged. */
+static qkv_tensor *sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double scale,
+                                const qkv_mask *mask, double dropout_p, bool merged) {
     if (!QKV_OP_BEGIN(ctx, "sdpa_weights", q, k, v)) return NULL;
     if (!qkv__check_real(ctx, "sdpa_weights", q, "q") ||
         !qkv__check_real(ctx, "sdpa_weights", k, "k") ||
@@ -174,7 +183,9 @@ qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_ten
     }
     const int64_t n = B * H * T * S;
     qkv_tensor *a = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, S});  /* (B, H, T, S) */
-    qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, Dv}); /* (B, H, T, Dv) */
+    qkv_tensor *o = merged ? qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){B, T, H * Dv})  /* (B, T, H Dv) */
+                           : qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, Dv}); /* (B, H, T, Dv) */
+    w.lo = merged ? (qkv__mat_layout){H * Dv, T * H * Dv, Dv} : contiguous_layout(H, T, Dv);
     const size_t bytes = sizeof(qkv_real) * (size_t)n;
     qkv_real *x = a && o ? qkv__grad_scratch(ctx, bytes) : NULL; /* e, then a' */
     if (!x) return NULL;
@@ -188,7 +199,7 @@ qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_ten
         ad = x;
     }
     head_products(ctx, false, false, B, H, T, Dv, S, ad, contiguous_layout(H, T, S),
-                  qkv__data(v), w.lv, 0, qkv__data(o), contiguous_layout(H, T, Dv));
+                  qkv__data(v), w.lv, 0, qkv__data(o), w.lo);
     qkv__grad_scratch_release(ctx, x, bytes);
     qkv_tape_entry *e = qkv__record(ctx, &weights_op, o, 3, (qkv_tensor *[]){q, k, v});
     if (e) {
@@ -199,4 +210,14 @@ qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_ten
         e->saved[0] = a;
     }
     return o;
+}
+
+qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double scale,
+                             const qkv_mask *mask, double dropout_p) {
+    return sdpa_weights(ctx, q, k, v, scale, mask, dropout_p, false);
+}
+
+qkv_tensor *qkv_sdpa_weights_merged(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v, double scale,
+                                    const qkv_mask *mask, double dropout_p) {
+    return sdpa_weights(ctx, q, k, v, scale, mask, dropout_p, true);
 }

@@ -1,6 +1,8 @@
 /* test_elementwise.c: add / mul with broadcasting, scale, activations, dropout, sum, mean. */
 #include "kernel_check.h"
 
+#include "core/internal.h" /* qkv__add_dropout_over */
+
 #include <float.h>
 #include <math.h>
 
@@ -348,6 +350,61 @@ TEST(add_dropout_equals_add_of_dropout) {
     }
     qkv_ctx *ctx = tu_ctx();
     CHECK(qkv_add_dropout(ctx, x0, qkv_narrow(ctx, f0, 2, 0, 66), 0.1) == NULL && strstr(qkv_last_error(), "add_dropout"));
+    qkv_ctx_free(ctx);
+    tu_free(x0), tu_free(f0), tu_free(dy);
+}
+
+/* The residual written over f's storage (qkv__add_dropout_over, for a sub-layer's last
+ * projection) against qkv_add_dropout: the same output, x and f gradients and the same next random
+ * draw, bit for bit, on both kernel sets; f's storage holds the sum where f owns it, and a view f
+ * (whose storage is not its own) or evaluation mode takes the general op. */
+TEST(add_dropout_over_has_the_bits_of_add_dropout) {
+    const int64_t shape[3] = {3, 11, 67};
+    const int64_t n = 3 * 11 * 67;
+    qkv_tensor *x0 = tu_rand(3, shape, -1, 1, 111), *f0 = tu_rand(3, shape, -1, 1, 112), *dy = tu_rand(3, shape, -1, 1, 113);
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_real *ref[4] = {NULL, NULL, NULL, NULL};
+        for (int over = 0; over < 2; over++) {
+            qkv_ctx *ctx = tu_ctx();
+            qkv_ctx_set_kernels(ctx, kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
+            qkv_ctx_set_training(ctx, true);
+            qkv_ctx_set_rng(ctx, 5, 9);
+            qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+            memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
+            memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
+            qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
+            qkv_tensor *y = over ? qkv__add_dropout_over(ctx, x, f, 0.35) : qkv_add_dropout(ctx, x, f, 0.35);
+            qkv_tensor *ones = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){64});
+            for (int i = 0; i < 64; i++) ((qkv_real *)ones->data)[i] = 1;
+            qkv_tensor *next = qkv_dropout(ctx, ones, 0.5);
+            CHECK_OK(qkv_backward_from(ctx, y, dy));
+            if (over) CHECK_MSG(y->data == f->data && !y->base, "the sum is not written over f's storage");
+            qkv_real *got[4] = {(qkv_real *)y->data, (qkv_real *)x->grad, (qkv_real *)f->grad, (qkv_real *)next->data};
+            const int64_t len[4] = {n, n, n, 64};
+            for (int i = 0; i < 4; i++) {
+                if (!over) {
+                    ref[i] = malloc(sizeof(qkv_real) * (size_t)len[i]);
+                    memcpy(ref[i], got[i], sizeof(qkv_real) * (size_t)len[i]);
+                } else {
+                    CHECK_MSG(memcmp(ref[i], got[i], sizeof(qkv_real) * (size_t)len[i]) == 0,
+                              "%s kernels: tensor %d differs", kern ? "reference" : "fast", i);
+                    free(ref[i]);
+                }
+            }
+            qkv_ctx_free(ctx);
+        }
+    }
+    qkv_ctx *ctx = tu_ctx();
+    qkv_ctx_set_training(ctx, true);
+    qkv_tensor *f = qkv_tensor_new(ctx, QKV_REAL, 3, (int64_t[]){3, 11, 68});
+    qkv_tensor *fv = qkv_narrow(ctx, f, 2, 0, 67), *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+    qkv_tensor *y = qkv__add_dropout_over(ctx, x, fv, 0.35); /* a view: the general op, a new tensor */
+    CHECK(y && y->data != f->data && y->data != fv->data);
+    qkv_ctx_set_training(ctx, false);
+    qkv_tensor *g = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+    y = qkv__add_dropout_over(ctx, x, g, 0.35); /* evaluation: x + g, a new tensor */
+    CHECK(y && y->data != g->data);
+    CHECK_OK(qkv_ctx_status(ctx));
     qkv_ctx_free(ctx);
     tu_free(x0), tu_free(f0), tu_free(dy);
 }

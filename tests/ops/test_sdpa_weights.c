@@ -27,9 +27,10 @@ static views make_views(qkv_ctx *ctx, const qkv_real *xd, int64_t B, int64_t L, 
     return w;
 }
 
-enum { WAY_OPS, WAY_WEIGHTS, WAY_FUSED };
+enum { WAY_OPS, WAY_WEIGHTS, WAY_FUSED, WAY_MERGED };
 
-/* Self-attention of x's views one of three ways, in training mode with dropout p (0: none) and a
+/* Self-attention of x's views one of four ways (WAY_MERGED: qkv_sdpa_weights_merged, its output
+ * and dy taken in the merged (B, L, H D) layout and copied out as (B, H, L, D)), in training mode with dropout p (0: none) and a
  * causal mask with the last key of batch 1 padded; then the next random op of the step (a
  * dropout of 32 ones). Copies out: the output (B, H, L, D), x's gradient (of sum(o * dy)) and the
  * next dropout's output, in one malloc'd array of *n. */
@@ -52,8 +53,20 @@ static qkv_real *attend(int way, qkv_kernels kernels, const qkv_real *xd, const 
                        false);
     } else if (way == WAY_WEIGHTS) {
         o = qkv_sdpa_weights(ctx, w.q, w.k, w.v, scale, &mask, p);
-    } else {
+    } else if (way == WAY_FUSED) {
         o = qkv_sdpa_dropout(ctx, w.q, w.k, w.v, scale, &mask, NULL, p);
+    }
+    qkv_tensor *merged = NULL;
+    qkv_real dym[64 * 64];
+    if (way == WAY_MERGED) { /* o: the (B, H, L, D) copy of the merged output; dy merged */
+        merged = qkv_sdpa_weights_merged(ctx, w.q, w.k, w.v, scale, &mask, p);
+        qkv_tensor *r = merged ? qkv_reshape(ctx, merged, 4, (int64_t[]){B, L, H, D}) : NULL;
+        o = r ? qkv_contiguous(ctx, qkv_permute(ctx, r, (const int[]){0, 2, 1, 3})) : NULL;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t l = 0; l < L; l++)
+                    for (int64_t d = 0; d < D; d++)
+                        dym[((b * L + l) * H + h) * D + d] = dyd[((b * H + h) * L + l) * D + d];
     }
     qkv_tensor *ones = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){32});
     for (int i = 0; i < 32; i++) ((qkv_real *)ones->data)[i] = 1;
@@ -61,9 +74,10 @@ static qkv_real *attend(int way, qkv_kernels kernels, const qkv_real *xd, const 
     const int64_t no = B * H * L * D, nx = B * L * 3 * H * D;
     *n = no + nx + 32;
     qkv_real *out = calloc((size_t)*n, sizeof(qkv_real));
-    qkv_tensor *dy = o ? qkv_tensor_from(ctx, QKV_REAL, 4, o->shape, dyd) : NULL;
+    qkv_tensor *y = merged ? merged : o;
+    qkv_tensor *dy = y ? qkv_tensor_from(ctx, QKV_REAL, y->ndim, y->shape, merged ? dym : dyd) : NULL;
     CHECK_OK(qkv_ctx_status(ctx));
-    if (o && dy && qkv_backward_from(ctx, o, dy) == QKV_OK && w.x->grad) {
+    if (o && dy && qkv_backward_from(ctx, y, dy) == QKV_OK && w.x->grad) {
         memcpy(out, o->data, sizeof(qkv_real) * (size_t)no);
         memcpy(out + no, w.x->grad, sizeof(qkv_real) * (size_t)nx);
         memcpy(out + no + nx, next->data, sizeof(qkv_real) * 32);
@@ -93,6 +107,31 @@ TEST(sdpa_weights_has_the_bits_of_the_composed_ops) {
                       kern ? "reference" : "fast", p, (long long)first, (long long)n,
                       first < 0 ? 0.0 : (double)one[first], first < 0 ? 0.0 : (double)ops[first]);
             free(ops), free(one);
+        }
+}
+
+/* The merged variant writes the same products into the merged layout and reads dO there: the
+ * bits of qkv_sdpa_weights (and so of the composed ops), output and gradients, with and without
+ * dropout, on both kernel sets; and the random stream advances alike (the next dropout). */
+TEST(sdpa_weights_merged_has_the_bits_of_sdpa_weights) {
+    enum { B = 2, L = 9, H = 3, D = 4 };
+    qkv_real xd[B * L * 3 * H * D], dyd[B * H * L * D];
+    tu_fill_uniform(xd, B * L * 3 * H * D, -1.5, 1.5, 63);
+    tu_fill_uniform(dyd, B * H * L * D, -1, 1, 64);
+    for (int kern = 0; kern < 2; kern++)
+        for (int drop = 0; drop < 2; drop++) {
+            const qkv_kernels k = kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST;
+            const double p = drop ? 0.3 : 0;
+            int64_t n = 0;
+            qkv_real *heads = attend(WAY_WEIGHTS, k, xd, dyd, B, L, H, D, p, &n);
+            qkv_real *merged = attend(WAY_MERGED, k, xd, dyd, B, L, H, D, p, &n);
+            int64_t first = -1;
+            for (int64_t i = 0; i < n && first < 0; i++)
+                if (memcmp(&heads[i], &merged[i], sizeof(qkv_real))) first = i;
+            CHECK_MSG(first < 0, "%s kernels, dropout %g: element %lld of %lld differs (%.9g against %.9g)",
+                      kern ? "reference" : "fast", p, (long long)first, (long long)n,
+                      first < 0 ? 0.0 : (double)merged[first], first < 0 ? 0.0 : (double)heads[first]);
+            free(heads), free(merged);
         }
 }
 

@@ -104,6 +104,11 @@ QKV_API qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k,
  * memory. Arguments as qkv_sdpa_dropout's, without ALiBi; a row with no allowed key gives 0. */
 QKV_API qkv_tensor *qkv_sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
                                      double scale, const qkv_mask *mask, double dropout_p);
+/* qkv_sdpa_weights with the heads merged: (B, T, H Dv), qkv_merge_heads of its output with the
+ * same bits forward and backward, written in place instead of copied (one (B, T, H Dv) tensor
+ * fewer per call). */
+QKV_API qkv_tensor *qkv_sdpa_weights_merged(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_tensor *v,
+                                            double scale, const qkv_mask *mask, double dropout_p);
 
 #ifdef __cplusplus
 }

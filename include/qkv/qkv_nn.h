@@ -27,7 +27,8 @@ extern "C" {
  * and k. Scaled dot + softmax (+ RoPE / ALiBi) runs through the fused O(T)-memory qkv_sdpa when
  * no attention weights are requested (attention dropout included: qkv_sdpa_dropout draws the
  * mask of the composed path), except in training with few keys (H S <= C, no ALiBi), where
- * qkv_sdpa_weights gives the composed ops' bits keeping only the weights (faster there). */
+ * qkv_sdpa_weights gives the composed ops' bits keeping only the weights (faster there; the module
+ * calls qkv_sdpa_weights_merged, which writes the heads merged for the output projection). */
 
 typedef enum qkv_relpos_kind {
     QKV_RELPOS_NONE = 0,

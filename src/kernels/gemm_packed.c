@@ -29,7 +29,7 @@
  * rows), B once, and no thread waits for another. With fewer rows than threads have chunks the
  * shared-B row mode would leave threads idle or re-read B from L3 (0.83-0.93x OpenBLAS's tiles at
  * 128-256 rows, against 1.05-1.23x in this mode). From about 384 rows on, row mode is as fast or
- * faster: each thread packing all of A costs more than sharing B (1.0-1.15x at 512-1024 rows,
+ * faster: each thread packing all of A costs more than sharing B (0.98-1.15x at 512-1024 rows,
  * `bench_gemm --packed-modes`, BENCHMARKS.md "Session 18").
  *
  * The micro-kernel holds the 12 x 32 tile of C in 24 zmm accumulators; per step p it loads

@@ -320,6 +320,21 @@ static qkv_tensor *add_dropout_fn(qkv_ctx *ctx, qkv_tensor **in, void *user) {
     return qkv_add_dropout(ctx, in[0], in[1], *(double *)user);
 }
 
+/* A training context on kernel set k (random position fixed) holding copies of x0 and f0 as
+ * leaves that need gradients: the operands of a residual connection. */
+static qkv_ctx *residual_case(qkv_kernels k, const qkv_tensor *x0, const qkv_tensor *f0, qkv_tensor **x, qkv_tensor **f) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_ctx_set_kernels(ctx, k);
+    qkv_ctx_set_training(ctx, true);
+    qkv_ctx_set_rng(ctx, 5, 9);
+    *x = qkv_tensor_new(ctx, QKV_REAL, x0->ndim, x0->shape);
+    *f = qkv_tensor_new(ctx, QKV_REAL, f0->ndim, f0->shape);
+    memcpy((*x)->data, x0->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(x0));
+    memcpy((*f)->data, f0->data, sizeof(qkv_real) * (size_t)qkv_tensor_numel(f0));
+    qkv_tensor_requires_grad(*x), qkv_tensor_requires_grad(*f);
+    return ctx;
+}
+
 /* x + dropout(f) fused against qkv_add(x, qkv_dropout(f)): the same bits forward and backward. */
 TEST(add_dropout_equals_add_of_dropout) {
     const int64_t shape[3] = {3, 11, 67};
@@ -327,13 +342,8 @@ TEST(add_dropout_equals_add_of_dropout) {
     qkv_tensor *x0 = tu_rand(3, shape, -1, 1, 101), *f0 = tu_rand(3, shape, -1, 1, 102), *dy = tu_rand(3, shape, -1, 1, 103);
     qkv_real *ref[3] = {NULL, NULL, NULL};
     for (int fused = 0; fused < 2; fused++) {
-        qkv_ctx *ctx = tu_ctx();
-        qkv_ctx_set_training(ctx, true);
-        qkv_ctx_set_rng(ctx, 5, 9);
-        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
-        memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
-        memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
-        qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
+        qkv_tensor *x, *f;
+        qkv_ctx *ctx = residual_case(QKV_KERNELS_FAST, x0, f0, &x, &f);
         qkv_tensor *y = fused ? qkv_add_dropout(ctx, x, f, 0.35) : qkv_add(ctx, x, qkv_dropout(ctx, f, 0.35));
         CHECK_OK(qkv_backward_from(ctx, y, dy));
         qkv_real *got[3] = {(qkv_real *)y->data, (qkv_real *)x->grad, (qkv_real *)f->grad};
@@ -365,14 +375,8 @@ TEST(add_dropout_over_has_the_bits_of_add_dropout) {
     for (int kern = 0; kern < 2; kern++) {
         qkv_real *ref[4] = {NULL, NULL, NULL, NULL};
         for (int over = 0; over < 2; over++) {
-            qkv_ctx *ctx = tu_ctx();
-            qkv_ctx_set_kernels(ctx, kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
-            qkv_ctx_set_training(ctx, true);
-            qkv_ctx_set_rng(ctx, 5, 9);
-            qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
-            memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
-            memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
-            qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
+            qkv_tensor *x, *f;
+            qkv_ctx *ctx = residual_case(kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST, x0, f0, &x, &f);
             qkv_tensor *y = over ? qkv__add_dropout_over(ctx, x, f, 0.35) : qkv_add_dropout(ctx, x, f, 0.35);
             qkv_tensor *ones = qkv_tensor_new(ctx, QKV_REAL, 1, (int64_t[]){64});
             for (int i = 0; i < 64; i++) ((qkv_real *)ones->data)[i] = 1;

@@ -88,52 +88,36 @@ static qkv_real *attend(int way, qkv_kernels kernels, const qkv_real *xd, const 
     return out;
 }
 
-TEST(sdpa_weights_has_the_bits_of_the_composed_ops) {
+/* Way `way` against way `want`: the same bits (output, x's gradient, the next random draw) with
+ * and without dropout, on both kernel sets. */
+static void check_same_bits(int way, int want, uint64_t seed) {
     enum { B = 2, L = 9, H = 3, D = 4 };
     qkv_real xd[B * L * 3 * H * D], dyd[B * H * L * D];
-    tu_fill_uniform(xd, B * L * 3 * H * D, -1.5, 1.5, 61);
-    tu_fill_uniform(dyd, B * H * L * D, -1, 1, 62);
+    tu_fill_uniform(xd, B * L * 3 * H * D, -1.5, 1.5, seed);
+    tu_fill_uniform(dyd, B * H * L * D, -1, 1, seed + 1);
     for (int kern = 0; kern < 2; kern++)
         for (int drop = 0; drop < 2; drop++) {
             const qkv_kernels k = kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST;
             const double p = drop ? 0.3 : 0;
             int64_t n = 0;
-            qkv_real *ops = attend(WAY_OPS, k, xd, dyd, B, L, H, D, p, &n);
-            qkv_real *one = attend(WAY_WEIGHTS, k, xd, dyd, B, L, H, D, p, &n);
+            qkv_real *ref = attend(want, k, xd, dyd, B, L, H, D, p, &n);
+            qkv_real *got = attend(way, k, xd, dyd, B, L, H, D, p, &n);
             int64_t first = -1;
             for (int64_t i = 0; i < n && first < 0; i++)
-                if (memcmp(&ops[i], &one[i], sizeof(qkv_real))) first = i;
-            CHECK_MSG(first < 0, "%s kernels, dropout %g: element %lld of %lld differs (%.9g against %.9g)",
-                      kern ? "reference" : "fast", p, (long long)first, (long long)n,
-                      first < 0 ? 0.0 : (double)one[first], first < 0 ? 0.0 : (double)ops[first]);
-            free(ops), free(one);
+                if (memcmp(&ref[i], &got[i], sizeof(qkv_real))) first = i;
+            CHECK_MSG(first < 0, "way %d against %d, %s kernels, dropout %g: element %lld of %lld differs (%.9g against %.9g)",
+                      way, want, kern ? "reference" : "fast", p, (long long)first, (long long)n,
+                      first < 0 ? 0.0 : (double)got[first], first < 0 ? 0.0 : (double)ref[first]);
+            free(ref), free(got);
         }
 }
+
+TEST(sdpa_weights_has_the_bits_of_the_composed_ops) { check_same_bits(WAY_WEIGHTS, WAY_OPS, 61); }
 
 /* The merged variant writes the same products into the merged layout and reads dO there: the
  * bits of qkv_sdpa_weights (and so of the composed ops), output and gradients, with and without
  * dropout, on both kernel sets; and the random stream advances alike (the next dropout). */
-TEST(sdpa_weights_merged_has_the_bits_of_sdpa_weights) {
-    enum { B = 2, L = 9, H = 3, D = 4 };
-    qkv_real xd[B * L * 3 * H * D], dyd[B * H * L * D];
-    tu_fill_uniform(xd, B * L * 3 * H * D, -1.5, 1.5, 63);
-    tu_fill_uniform(dyd, B * H * L * D, -1, 1, 64);
-    for (int kern = 0; kern < 2; kern++)
-        for (int drop = 0; drop < 2; drop++) {
-            const qkv_kernels k = kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST;
-            const double p = drop ? 0.3 : 0;
-            int64_t n = 0;
-            qkv_real *heads = attend(WAY_WEIGHTS, k, xd, dyd, B, L, H, D, p, &n);
-            qkv_real *merged = attend(WAY_MERGED, k, xd, dyd, B, L, H, D, p, &n);
-            int64_t first = -1;
-            for (int64_t i = 0; i < n && first < 0; i++)
-                if (memcmp(&heads[i], &merged[i], sizeof(qkv_real))) first = i;
-            CHECK_MSG(first < 0, "%s kernels, dropout %g: element %lld of %lld differs (%.9g against %.9g)",
-                      kern ? "reference" : "fast", p, (long long)first, (long long)n,
-                      first < 0 ? 0.0 : (double)merged[first], first < 0 ? 0.0 : (double)heads[first]);
-            free(heads), free(merged);
-        }
-}
+TEST(sdpa_weights_merged_has_the_bits_of_sdpa_weights) { check_same_bits(WAY_MERGED, WAY_WEIGHTS, 63); }
 
 /* The fused tiled op computes the same function another way (online softmax, weights recomputed
  * in backward): the two agree to rounding, and with dropout they draw the same mask. */

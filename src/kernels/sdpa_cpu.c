@@ -201,25 +201,17 @@ __attribute__((target("avx512f"))) static void mm_acc_avx512(int64_t m, int64_t 
     int64_t r = 0;
     for (; r + MM_ROWS <= m; r += MM_ROWS)
         mm_rows_avx512(MM_ROWS, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-    switch (m - r) { /* the last rows, each count with its own unrolled code */
-    case 5:
-        mm_rows_avx512(5, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-        break;
-    case 4:
+    /* the last 1-5 rows as 4, 2 and 1-row tiles, each count with its own unrolled code (rows are
+     * independent, so how they are grouped does not touch a bit) */
+    if ((m - r) & 4) {
         mm_rows_avx512(4, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-        break;
-    case 3:
-        mm_rows_avx512(3, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-        break;
-    case 2:
-        mm_rows_avx512(2, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-        break;
-    case 1:
-        mm_rows_avx512(1, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
-        break;
-    default:
-        break;
+        r += 4;
     }
+    if ((m - r) & 2) {
+        mm_rows_avx512(2, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
+        r += 2;
+    }
+    if ((m - r) & 1) mm_rows_avx512(1, n, kk, a + r * lda, lda, b, ldb, c + r * ldc, ldc);
 }
 #endif
 

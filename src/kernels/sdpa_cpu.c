@@ -8,7 +8,9 @@
  * unnormalised output acc:
  *   S = Q K^T scale - alibi (masked = -inf),  m' = max(m, rowmax S),  P = exp(S - m'),
  *   l = l e^(m - m') + rowsum P,  acc = acc e^(m - m') + P V;   at the end o = acc / l and
- *   lse = m + log l (-inf and o = 0 for a row with no allowed key).
+ *   lse = m + log l (-inf and o = 0 for a row with no allowed key; NaN for a row with a NaN
+ *   score). e^x is qkv__exp_r (rowreduce.h, within ~1 ulp of expf), which the compiler
+ *   vectorises, in the forward and in the backward's recomputation alike.
  *
  * Backward (FlashAttention-2, recomputing P = exp(S - lse) tile by tile), with D_i = dO_i.O_i
  * and dS = P (dO V^T - D) scale. Every output element is summed by one thread in a fixed order
@@ -49,6 +51,8 @@
  */
 #include "sdpa.h"
 
+#include "rowreduce.h"
+
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif
@@ -74,14 +78,6 @@ static inline int64_t max64(int64_t a, int64_t b) {
 }
 static inline int64_t ceil_div(int64_t n, int64_t m) {
     return (n + m - 1) / m;
-}
-
-static inline qkv_real rexp(qkv_real x) {
-#ifdef QKV_DOUBLE
-    return exp(x);
-#else
-    return expf(x);
-#endif
 }
 
 static void zero(qkv_real *x, int64_t n) {
@@ -397,6 +393,35 @@ static int thread_id(void) {
 
 /* ---- forward -------------------------------------------------------------------------------- */
 
+/* The online softmax's update from one tile of scores (rows r < nr of s, nc scores each, row
+ * stride BC), in place: m' = max(m, rowmax S), P = exp(S - m'), l = l e^(m - m') + rowsum P and
+ * acc = acc e^(m - m'). The exponentials are qkv__exp_r (within ~1 ulp of expf, and vectorised,
+ * where libm's expf is a call per element) and each row's sum runs in QKV_LANES double partials
+ * added in a fixed tree (rowreduce.h), so every clone gives the same bits. A NaN score makes the
+ * row's output NaN. */
+QKV_CLONES static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict s,
+                                      qkv_real *restrict m, qkv_real *restrict l,
+                                      qkv_real *restrict acc, int64_t Dv) {
+    for (int64_t r = 0; r < nr; r++) {
+        qkv_real *restrict row = s + r * BC;
+        const qkv_real tile_max = qkv__row_max(row, nc);
+        const qkv_real mx = m[r] > tile_max ? m[r] : tile_max;
+        if (mx == (qkv_real)-INFINITY) { /* nothing allowed yet in this row */
+            zero(row, nc);
+            continue;
+        }
+        const double sum = qkv__row_exp_in_place(row, mx, nc);
+        if (mx != m[r]) {
+            const qkv_real alpha = qkv__exp_r(m[r] - mx); /* 0 while m = -inf */
+            qkv_real *restrict a = acc + r * Dv;
+            l[r] *= alpha;
+            QKV_LANE_LOOP(d, Dv, a[d] *= alpha;);
+            m[r] = mx;
+        }
+        l[r] += (qkv_real)sum;
+    }
+}
+
 static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, qkv_real *o, qkv_real *lse) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
@@ -435,27 +460,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
             mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
                    BC); /* S = Q K^T */
             finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
-            for (int64_t r = 0; r < nr; r++) { /* online softmax: P = exp(S - m'), rescale */
-                qkv_real *row = s + r * BC;
-                qkv_real mx = m[r];
-                for (int64_t c = 0; c < nc; c++)
-                    mx = row[c] > mx ? row[c] : mx;
-                if (mx == (qkv_real)-INFINITY) { /* nothing allowed yet in this row */
-                    zero(row, nc);
-                    continue;
-                }
-                qkv_real sum = 0;
-                for (int64_t c = 0; c < nc; c++)
-                    sum += row[c] = rexp(row[c] - mx);
-                if (mx != m[r]) {
-                    const qkv_real alpha = rexp(m[r] - mx); /* 0 while m = -inf */
-                    l[r] *= alpha;
-                    for (int64_t d = 0; d < Dv; d++)
-                        acc[r * Dv + d] *= alpha;
-                    m[r] = mx;
-                }
-                l[r] += sum;
-            }
+            online_softmax(nr, nc, s, m, l, acc, Dv); /* P = exp(S - m'), rescale */
             if (drop) { /* l keeps the undropped sum; only the kept weights reach acc */
                 keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
                 for (int64_t r = 0; r < nr; r++)
@@ -490,15 +495,19 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
 /* P = exp(S - lse_i) over a tile of ni queries and nj keys (element (i, j) at
  * s[(i - i0) si + (j - j0) sj], one of si, sj being 1); L holds the lse of rows i0 .. with 0 in
  * place of -inf (such a row has only -inf scores, so P = 0 there). */
-static void probs(const qkv_real *L, int64_t ni, int64_t nj, qkv_real *s, int64_t si, int64_t sj) {
+QKV_CLONES static void probs(const qkv_real *restrict L, int64_t ni, int64_t nj,
+                             qkv_real *restrict s, int64_t si, int64_t sj) {
     if (si == 1) /* transposed tile: queries run along the contiguous dimension */
-        for (int64_t c = 0; c < nj; c++)
-            for (int64_t r = 0; r < ni; r++)
-                s[r + c * sj] = rexp(s[r + c * sj] - L[r]);
+        for (int64_t c = 0; c < nj; c++) {
+            qkv_real *restrict col = s + c * sj;
+            QKV_LANE_LOOP(r, ni, col[r] = qkv__exp_r(col[r] - L[r]););
+        }
     else
-        for (int64_t r = 0; r < ni; r++)
-            for (int64_t c = 0; c < nj; c++)
-                s[r * si + c] = rexp(s[r * si + c] - L[r]);
+        for (int64_t r = 0; r < ni; r++) {
+            qkv_real *restrict row = s + r * si;
+            const qkv_real lr = L[r];
+            QKV_LANE_LOOP(c, nj, row[c] = qkv__exp_r(row[c] - lr););
+        }
 }
 
 /* dS = P (dP - D_i) scale, in place of dP, over the same tile layout as probs. */

@@ -15,7 +15,7 @@
 #include "sdpa.h"
 
 /* Scores of row (b, h, i) into s[0:S] (-inf where not allowed); returns their max (-inf when the
- * row has no allowed key). */
+ * row has no allowed key, NaN when a score is NaN: the NaN then reaches the row's output). */
 static double row_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t i,
                          const qkv_real *qi, const qkv_real *k, double *s) {
     double mx = -INFINITY;
@@ -29,7 +29,7 @@ static double row_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_
         for (int64_t d = 0; d < p->D; d++)
             dot += (double)qi[d] * (double)kj[d];
         s[j] = p->scale * dot - sdpa_alibi(p, h, i, j);
-        if (s[j] > mx) mx = s[j];
+        if (s[j] > mx || s[j] != s[j]) mx = s[j];
     }
     return mx;
 }

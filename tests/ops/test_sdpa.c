@@ -668,6 +668,40 @@ TEST(sdpa_fast_never_reads_key_blocks_outside_the_band) {
     }
 }
 
+TEST(sdpa_nan_in_a_query_makes_that_row_nan_and_leaves_the_others) {
+    /* One NaN in query row 5 makes every score of that row NaN, across both key blocks (S = 96:
+     * the online softmax's second tile meets a NaN running max): that row's output is NaN, the
+     * other rows have the bits of a clean run. Both kernel sets. */
+    const int64_t T = 70, S = 96, D = 8, bad = 5;
+    for (int kern = 0; kern < 2; kern++) {
+        qkv_real *out[2] = {0};
+        for (int dirty = 0; dirty < 2; dirty++) {
+            qkv_ctx *ctx = ctx_with(kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
+            qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
+            qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+            qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+            tu_fill_uniform(q->data, T * D, -1, 1, 5);
+            tu_fill_uniform(k->data, S * D, -1, 1, 6);
+            tu_fill_uniform(v->data, S * D, -1, 1, 7);
+            if (dirty) ((qkv_real *)q->data)[bad * D] = NAN;
+            qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.3, NULL, NULL);
+            CHECK(o != NULL);
+            if (o) out[dirty] = copy_out(o->data, T * D);
+            qkv_ctx_free(ctx);
+        }
+        if (out[0] && out[1]) {
+            bool row_nan = true;
+            for (int64_t d = 0; d < D; d++)
+                row_nan = row_nan && out[1][bad * D + d] != out[1][bad * D + d];
+            CHECK_MSG(row_nan, "kernels %d: the NaN query's output is not NaN", kern);
+            for (int64_t d = 0; d < D; d++) /* compare the other rows */
+                out[0][bad * D + d] = out[1][bad * D + d] = 0;
+            CHECK(all_finite(out[1], T * D) && memcmp(out[0], out[1], sizeof(qkv_real) * T * D) == 0);
+        }
+        free(out[0]), free(out[1]);
+    }
+}
+
 /* ---- gradients ------------------------------------------------------------------------------ */
 
 typedef struct {

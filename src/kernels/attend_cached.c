@@ -321,9 +321,13 @@ static void attend_one(const task *t, qkv_real *restrict s, bool vec, qkv_real *
 #else
     const qkv_real mx = scores_portable(t, s);
 #endif
-    if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0 */
+    if (mx == (qkv_real)-INFINITY) { /* no allowed key: o = 0; a NaN score (the maximum skips
+                                        * them) makes o NaN, as in the fused kernel */
+        bool nan = false;
+        for (int64_t j = 0; j < S; j++)
+            nan = nan || s[j] != s[j];
         for (int64_t d = 0; d < D; d++)
-            o[d] = 0;
+            o[d] = nan ? (qkv_real)NAN : 0;
         return;
     }
     attend_exp_shift(s, S, mx);

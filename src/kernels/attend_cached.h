@@ -7,13 +7,13 @@
  * for every row n and head h, where q, k_j and v_j are (D) vectors at strided places: q inside
  * the projection's output, k and v inside the session's (N, H, L, D) cache buffers, and o written
  * straight into the merged-heads layout (N, H D) the output projection reads. A row with no
- * allowed key gets o = 0, as qkv_sdpa. The math is qkv_sdpa's forward with T = 1; what differs is
- * only the data movement: qkv_sdpa wants contiguous operands, so every step would copy the
- * narrowed cache and build a transposed copy of K (O(N H S D) each, per layer and step), then
- * merge the heads of o into another tensor. With kv_rows, rows share cache rows (the beams of a
- * sentence attending over its one copy of the projected source); with key_rows, each key has its
- * own row (beam search's hypotheses reading the keys of their common prefix where they were
- * written, instead of copies of them).
+ * allowed key gets o = 0 and one with a NaN score o = NaN, as qkv_sdpa. The math is qkv_sdpa's
+ * forward with T = 1; what differs is only the data movement: qkv_sdpa wants contiguous
+ * operands, so every step would copy the narrowed cache and build a transposed copy of K
+ * (O(N H S D) each, per layer and step), then merge the heads of o into another tensor. With
+ * kv_rows, rows share cache rows (the beams of a sentence attending over its one copy of the
+ * projected source); with key_rows, each key has its own row (beam search's hypotheses reading
+ * the keys of their common prefix where they were written, instead of copies of them).
  *
  * Determinism: (n, h) pairs are independent tasks; each sums its keys and dimensions in a fixed
  * order, so the result does not depend on the thread count.

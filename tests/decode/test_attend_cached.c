@@ -291,3 +291,34 @@ TEST(attend_cached_shared_rows_equal_per_row_copies) {
 done:
     free(q), free(k), free(v), free(kc), free(vc), free(o1), free(o2);
 }
+
+/* A NaN in a query makes every score of that (row, head) NaN, which the running maximum skips:
+ * the output must be NaN there, not the zeros of a row with no allowed key, and every other
+ * (row, head) keeps its bits. Vector and portable paths. */
+TEST(attend_cached_nan_query_gives_nan_output) {
+    const int64_t N = 4, H = 2, D = 16, L = 12, S = 9, C = H * D, bad_n = 1, bad_h = 1;
+    qkv_ctx *ctx = tu_ctx();
+    for (int vec = 0; vec < 2; vec++) {
+        case_data c = make_case(N, H, D, L, S, false, 71);
+        qkv_real *clean = malloc(sizeof(qkv_real) * (size_t)(N * C));
+        qkv__attend_cached_vector(vec);
+        CHECK(qkv__attend_cached(ctx, &c.p));
+        memcpy(clean, c.o, sizeof(qkv_real) * (size_t)(N * C));
+        c.proj[bad_n * 3 * C + C + bad_h * D + 3] = (qkv_real)NAN; /* the query c.p.q points at */
+        CHECK(qkv__attend_cached(ctx, &c.p));
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t d = 0; d < D; d++) {
+                    const int64_t at = n * C + h * D + d;
+                    if (n == bad_n && h == bad_h)
+                        CHECK_MSG(c.o[at] != c.o[at], "vec %d: o[%lld] = %g, not NaN", vec,
+                                  (long long)d, (double)c.o[at]);
+                    else
+                        CHECK(memcmp(&c.o[at], &clean[at], sizeof(qkv_real)) == 0);
+                }
+        free(clean);
+        free_case(&c);
+    }
+    qkv__attend_cached_vector(true);
+    qkv_ctx_free(ctx);
+}

@@ -31,7 +31,8 @@
 # it is). N = --threads (default 2). Without `import torch` in /usr/bin/python3 (Debian:
 # python3-torch) the PyTorch side is skipped with a message.
 # Steps (warm-up + timed): S 3 + 12, B 1 + 3 (a B step takes seconds: bounded), gpt2 2 + 8;
-# decode repetitions S 3, B 2 after a warm-up; attention 5 (short) to 1 (T >= 2048) after one.
+# decode repetitions S 3, B 3 after a warm-up (a median of three: one slow repetition on a shared
+# host does not move it); attention 5 (short) to 1 (T >= 2048) after one.
 # --quick: one repetition, S 1 + 2, B 0 + 1, gpt2 1 + 1, one decode, attention at batch 8
 # T = 128 and batch 1 T = 1024 only: a smoke run.
 # Every JSON line goes to DIR/results.jsonl (default build/bench-compare/<date-time>); the
@@ -84,7 +85,7 @@ if [ $QUICK = 1 ]; then
     declare -A WARMUP=([S]=1 [B]=0 [gpt2]=1) STEPS=([S]=2 [B]=1 [gpt2]=1) DREPS=([S]=1 [B]=1)
     ATTN_CASES="8:128:1 1:1024:1"
 else
-    declare -A WARMUP=([S]=3 [B]=1 [gpt2]=2) STEPS=([S]=12 [B]=3 [gpt2]=8) DREPS=([S]=3 [B]=2)
+    declare -A WARMUP=([S]=3 [B]=1 [gpt2]=2) STEPS=([S]=12 [B]=3 [gpt2]=8) DREPS=([S]=3 [B]=3)
     ATTN_CASES="8:128:5 8:512:3 8:1024:3 8:2048:1 1:1024:5 1:4096:1 1:8192:1" # batch:T:reps
 fi
 OUT=${OUT:-build/bench-compare/$(date -u +%Y%m%d-%H%M%S)}

@@ -318,18 +318,29 @@ static void query_range(const qkv_sdpa_problem *p, int64_t j0, int64_t nj, int64
 /* Turn the dot products of a tile into scores: s = scale s - m_h |i - j| where allowed, -inf
  * elsewhere. The tile holds queries [i0, i0 + ni) and keys [j0, j0 + nj); element (i, j) sits at
  * s[(i - i0) si + (j - j0) sj]. */
+/* s *= scale over a tile of ni x nj scores, the contiguous dimension being the one of nj when
+ * si != 1 (rows of stride si), of ni otherwise (columns of stride sj). */
+QKV_CLONES static void scale_tile(int64_t ni, int64_t nj, qkv_real *restrict s, int64_t si,
+                                  int64_t sj, qkv_real scale) {
+    const bool rows = si != 1;
+    const int64_t lines = rows ? ni : nj, len = rows ? nj : ni, stride = rows ? si : sj;
+    for (int64_t r = 0; r < lines; r++) {
+        qkv_real *restrict line = s + r * stride;
+        QKV_LANE_LOOP(c, len, line[c] *= scale;);
+    }
+}
+
 static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t ni,
                           int64_t j0, int64_t nj, qkv_real *s, int64_t si, int64_t sj) {
     const qkv_real scale = (qkv_real)p->scale, slope = p->alibi ? p->alibi[h] : 0;
     const bool all = tile_all_allowed(p, i0, ni, j0, nj);
+    if (all && !p->alibi) { /* the common case, vectorised */
+        scale_tile(ni, nj, s, si, sj, scale);
+        return;
+    }
     for (int64_t r = 0; r < ni; r++) {
         const int64_t i = i0 + r;
         qkv_real *row = s + r * si;
-        if (all && !p->alibi) {
-            for (int64_t c = 0; c < nj; c++)
-                row[c * sj] *= scale;
-            continue;
-        }
         for (int64_t c = 0; c < nj; c++) {
             const int64_t j = j0 + c;
             qkv_real x = scale * row[c * sj];
@@ -511,21 +522,34 @@ QKV_CLONES static void probs(const qkv_real *restrict L, int64_t ni, int64_t nj,
 }
 
 /* dS = P (dP - D_i) scale, in place of dP, over the same tile layout as probs. */
-static void dscores(const qkv_real *Di, qkv_real scale, int64_t ni, int64_t nj, const qkv_real *P,
-                    qkv_real *dp, int64_t si, int64_t sj) {
+QKV_CLONES static void dscores(const qkv_real *restrict Di, qkv_real scale, int64_t ni, int64_t nj,
+                               const qkv_real *restrict P, qkv_real *restrict dp, int64_t si,
+                               int64_t sj) {
     if (si == 1) /* transposed tile */
-        for (int64_t c = 0; c < nj; c++)
-            for (int64_t r = 0; r < ni; r++)
-                dp[r + c * sj] = P[r + c * sj] * (dp[r + c * sj] - Di[r]) * scale;
+        for (int64_t c = 0; c < nj; c++) {
+            const qkv_real *restrict pc = P + c * sj;
+            qkv_real *restrict dc = dp + c * sj;
+            QKV_LANE_LOOP(r, ni, dc[r] = pc[r] * (dc[r] - Di[r]) * scale;);
+        }
     else
-        for (int64_t r = 0; r < ni; r++)
-            for (int64_t c = 0; c < nj; c++)
-                dp[r * si + c] = P[r * si + c] * (dp[r * si + c] - Di[r]) * scale;
+        for (int64_t r = 0; r < ni; r++) {
+            const qkv_real *restrict pr = P + r * si;
+            const qkv_real d_r = Di[r];
+            qkv_real *restrict dr = dp + r * si;
+            QKV_LANE_LOOP(c, nj, dr[c] = pr[c] * (dr[c] - d_r) * scale;);
+        }
 }
 
 /* dst (cols, rows; leading dimension ldd) = src (rows, cols; leading dimension lds) transposed. */
 static void transpose_tile(const qkv_real *src, int64_t rows, int64_t cols, int64_t lds,
                            qkv_real *dst, int64_t ldd) {
+#ifdef SDPA_AVX512
+    if (__builtin_cpu_supports("avx512f")) { /* 16 rows at a time in registers, as transpose_into */
+        for (int64_t r = 0; r < rows; r += 16)
+            transpose_block16((int)min64(16, rows - r), cols, src + r * lds, lds, dst + r, ldd);
+        return;
+    }
+#endif
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++)
             dst[c * ldd + r] = src[r * lds + c];

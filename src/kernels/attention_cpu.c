@@ -289,8 +289,8 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
         case QKV_NORM_SOFTMAX: {
             qkv_real mx = -INFINITY;
             for (int64_t j = lo; j < hi; j++)
-                mx = ar[j] > mx ? ar[j] : mx;
-            if (!(mx > -INFINITY)) { /* no allowed key: zero weights */
+                mx = ar[j] > mx || ar[j] != ar[j] ? ar[j] : mx; /* a NaN score: the row NaN */
+            if (mx == -INFINITY) { /* no allowed key: zero weights */
                 for (int64_t j = lo; j < hi; j++)
                     ar[j] = 0;
                 break;

@@ -253,6 +253,21 @@ TEST(attn_normalize_softmax_all_minus_inf_row_is_zero) {
     qkv_ctx_free(ctx);
 }
 
+TEST(attn_normalize_softmax_nan_score_makes_its_row_nan) {
+    /* rows: all NaN, one NaN among finite scores, finite; a NaN must not pass for "no allowed
+     * key" (zero weights), as a running maximum that skips NaN would make it */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *e = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 3, 2},
+                                    (qkv_real[]){NAN, NAN, 0.5f, NAN, 0.5f, -0.5f});
+    qkv_tensor *a = qkv_attn_normalize(ctx, e, QKV_NORM_SOFTMAX, NULL);
+    CHECK(a != NULL);
+    const qkv_real *ad = a ? a->data : NULL;
+    for (int j = 0; ad && j < 4; j++)
+        CHECK_MSG(isnan(ad[j]), "weight %d = %g, not NaN", j, (double)ad[j]);
+    CHECK(ad && !isnan(ad[4]) && !isnan(ad[5]) && fabs(ad[4] + ad[5] - 1) < 1e-6);
+    qkv_ctx_free(ctx);
+}
+
 typedef struct {
     qkv_attn_norm norm;
     const qkv_mask *mask;

@@ -218,23 +218,6 @@ QKV_ROW_INLINE double qkv__row_sum_exp_d(const qkv_real *restrict x, double m, i
     return qkv__lanes_total(acc);
 }
 
-/* x[i] = exp(x[i] - m) in place; returns sum_i x[i] (qkv__row_exp's order). Always inlined: its
- * callers are cloned per vector width, and a call would run the baseline copy. */
-QKV_ROW_INLINE double qkv__row_exp_in_place(qkv_real *restrict x, qkv_real m, int64_t n) {
-    double acc[QKV_LANES] = {0};
-    int64_t i = 0;
-    for (; i + QKV_LANES <= n; i += QKV_LANES)
-        for (int k = 0; k < QKV_LANES; k++) {
-            x[i + k] = qkv__exp_r(x[i + k] - m);
-            acc[k] += (double)x[i + k];
-        }
-    for (int k = 0; i < n; i++, k++) {
-        x[i] = qkv__exp_r(x[i] - m);
-        acc[k] += (double)x[i];
-    }
-    return qkv__lanes_total(acc);
-}
-
 /* e[i] = exp(x[i] - m); returns sum_i e[i] */
 static inline double qkv__row_exp(const qkv_real *restrict x, qkv_real m, qkv_real *restrict e,
                                   int64_t n) {

@@ -183,6 +183,12 @@ qkv_tensor *qkv__alloc_over(qkv_ctx *ctx, qkv_tensor *t);
  * backward reads its input and weight, never its output), so the step keeps one (B, T, C) tensor
  * fewer per sub-layer. Otherwise it is qkv_add_dropout. */
 qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p);
+/* qkv_layernorm(qkv__add_dropout_over(x, f, p), weight, bias, eps) with the same bits; where
+ * nothing needs a gradient and dropout does not draw (inference), one pass per row that writes
+ * the sum over f's storage (f, as there, must be an output nothing reads again) and keeps no
+ * statistics: a post-LN residual block of a decoding step or an evaluation. */
+qkv_tensor *qkv__add_layernorm_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p,
+                                    qkv_tensor *weight, qkv_tensor *bias, double eps);
 /* Raw step memory for saved statistics, scratch, etc. */
 void *qkv__scratch(qkv_ctx *ctx, size_t bytes);
 /* t itself when contiguous, else a recorded contiguous copy (qkv_contiguous). */

@@ -29,6 +29,11 @@ typedef struct qkv_norm_kernels {
                 const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
                 qkv_real *dw, qkv_real *db, double *scratch);
     size_t (*bwd_scratch)(int64_t N, int64_t C);
+    /* Inference's residual sum and norm in one pass per row: f (N, C) = x + f, the sum rounded
+     * to qkv_real as an add op rounds it, then y (N, C) = fwd of that sum, with fwd's bits; no
+     * statistics kept. x and f must not overlap. */
+    void (*add_fwd)(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, qkv_real *f,
+                    const qkv_real *w, const qkv_real *b, qkv_real *y);
 } qkv_norm_kernels;
 
 extern const qkv_norm_kernels qkv_norm_ref;

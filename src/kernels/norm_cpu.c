@@ -35,6 +35,16 @@ QKV_ROW_INLINE void fwd_row(int64_t C, const qkv_real *restrict x, const qkv_rea
         QKV_LANE_LOOP(c, C, y[c] = (qkv_real)(((double)x[c] - mu) * rs););
 }
 
+/* The statistics of one row, then its output; returns rstd, *mu the mean (0 when !center). */
+QKV_ROW_INLINE double norm_row(bool center, int64_t C, double eps, const qkv_real *restrict x,
+                               const qkv_real *restrict w, const qkv_real *restrict b,
+                               qkv_real *restrict y, double *mu) {
+    *mu = center ? qkv__row_sum(x, C) / (double)C : 0;
+    const double rs = 1.0 / sqrt(qkv__row_sumsq(x, *mu, C) / (double)C + eps);
+    fwd_row(C, x, w, b, *mu, rs, y);
+    return rs;
+}
+
 /* Rows [r0, r1) of the forward. Compiled once per vector width (QKV_CLONES): every sum keeps
  * rowreduce.h's QKV_LANES partial sums in a fixed order and every element is computed on its own
  * (no contraction, -ffp-contract=off), so each clone gives the baseline's bits, only wider. */
@@ -43,12 +53,24 @@ static void fwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, double eps,
                      const qkv_real *w, const qkv_real *b, qkv_real *y, double *mean,
                      double *rstd) {
     for (int64_t r = r0; r < r1; r++) {
-        const qkv_real *xr = x + r * C;
-        const double mu = center ? qkv__row_sum(xr, C) / (double)C : 0;
-        const double rs = 1.0 / sqrt(qkv__row_sumsq(xr, mu, C) / (double)C + eps);
-        fwd_row(C, xr, w, b, mu, rs, y + r * C);
+        double mu;
+        rstd[r] = norm_row(center, C, eps, x + r * C, w, b, y + r * C, &mu);
         if (mean) mean[r] = mu;
-        rstd[r] = rs;
+    }
+}
+
+/* Rows [r0, r1) of add_fwd: each row's sum x + f over f, then fwd_rows' arithmetic on it while
+ * it is in L1 (clones as fwd_rows). */
+QKV_CLONES
+static void add_fwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, double eps,
+                         const qkv_real *x, qkv_real *f, const qkv_real *w, const qkv_real *b,
+                         qkv_real *y) {
+    for (int64_t r = r0; r < r1; r++) {
+        const qkv_real *restrict xr = x + r * C;
+        qkv_real *restrict fr = f + r * C;
+        QKV_LANE_LOOP(c, C, fr[c] = xr[c] + fr[c];);
+        double mu;
+        norm_row(center, C, eps, fr, w, b, y + r * C, &mu);
     }
 }
 
@@ -156,4 +178,13 @@ static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_
     }
 }
 
-const qkv_norm_kernels qkv_norm_cpu = {fwd, bwd, bwd_scratch};
+static void add_fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, qkv_real *f,
+                    const qkv_real *w, const qkv_real *b, qkv_real *y) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * C > NORM_GRAIN)
+#endif
+    for (int64_t r = 0; r < N; r++)
+        add_fwd_rows(center, r, r + 1, C, eps, x, f, w, b, y);
+}
+
+const qkv_norm_kernels qkv_norm_cpu = {fwd, bwd, bwd_scratch, add_fwd};

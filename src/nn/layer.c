@@ -120,9 +120,11 @@ static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, su
     case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, weights); break;
     case SUB_FF: f = qkv__layer_feed_forward(ctx, l, in); break;
     }
-    /* x + drop(f), the bits of the pair, over f's storage (f, a linear's output, is not read again) */
-    qkv_tensor *sum = qkv__add_dropout_over(ctx, x, f, l->cfg.dropout);
-    return l->cfg.norm_first ? sum : norm(ctx, l, norm_index, sum);
+    /* x + drop(f), the bits of the pair, over f's storage (f, a linear's output, is not read
+     * again); post-LN: its norm too, in the same pass where nothing needs a gradient */
+    if (l->cfg.norm_first) return qkv__add_dropout_over(ctx, x, f, l->cfg.dropout);
+    return qkv__add_layernorm_over(ctx, x, f, l->cfg.dropout, l->norm_weight[norm_index],
+                                   l->norm_bias[norm_index], l->cfg.layer_norm_eps);
 }
 
 qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const qkv_mask *self_mask,

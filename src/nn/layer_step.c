@@ -23,11 +23,13 @@ static qkv_tensor *block_in(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor 
     return l->cfg.norm_first ? norm(ctx, l, i, x) : x;
 }
 
-/* The residual sum of sub-layer i with output f: x + drop(f), then norm_i in post-LN. */
+/* The residual sum of sub-layer i with output f (a linear's, not read again): x + drop(f), then
+ * norm_i in post-LN, in one pass per row where nothing needs a gradient. */
 static qkv_tensor *block_out(qkv_ctx *ctx, const qkv_layer *l, int i, qkv_tensor *x,
                              qkv_tensor *f) {
-    qkv_tensor *sum = qkv_add_dropout(ctx, x, f, l->cfg.dropout);
-    return l->cfg.norm_first ? sum : norm(ctx, l, i, sum);
+    if (l->cfg.norm_first) return qkv_add_dropout(ctx, x, f, l->cfg.dropout);
+    return qkv__add_layernorm_over(ctx, x, f, l->cfg.dropout, l->norm_weight[i], l->norm_bias[i],
+                                   l->cfg.layer_norm_eps);
 }
 
 qkv_tensor *qkv_layer_step(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, int64_t t0,

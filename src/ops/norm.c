@@ -12,6 +12,8 @@
  *   dweight += sum_rows dy xhat,  dbias += sum_rows dy.
  * Saved for backward: mean (N) (LayerNorm only) and rstd (N), F64 tensors in every build; x,
  * weight and bias are the tape entry's inputs.
+ * qkv__add_layernorm_over: a post-LN residual block's LayerNorm(x + drop(f)) where nothing needs
+ * a gradient, in one pass per row (kernels/norm.h add_fwd) with the bits of the two ops.
  */
 #include "../kernels/norm.h"
 
@@ -92,4 +94,32 @@ qkv_tensor *qkv_layernorm(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, qkv_t
 
 qkv_tensor *qkv_rmsnorm(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *weight, double eps) {
     return norm(ctx, false, x, weight, NULL, eps);
+}
+
+/* Whether p (weight or bias) may go to the kernel as it is: absent, or a contiguous real (C). */
+static bool plain_affine(const qkv_tensor *p, int64_t C) {
+    return !p || (p->dtype == QKV_REAL && p->ndim == 1 && p->shape[0] == C &&
+                  qkv_tensor_is_contiguous(p));
+}
+
+qkv_tensor *qkv__add_layernorm_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p,
+                                    qkv_tensor *weight, qkv_tensor *bias, double eps) {
+    if (!QKV_OP_BEGIN(ctx, "add_layernorm", x, f)) return NULL;
+    /* the two ops wherever one pass cannot stand for them: something needs a gradient (the
+     * tape wants the sum), dropout draws, f's storage cannot take the sum (a view, strided, or
+     * shared with x), or anything the ops would reject (they then report it) */
+    const int64_t C = x->ndim >= 1 ? x->shape[x->ndim - 1] : 0;
+    if (qkv__needs_grad(ctx, 4, (qkv_tensor *[]){x, f, weight, bias}) || (ctx->training && p > 0) ||
+        f->base || !qkv_tensor_is_contiguous(f) || x->data == f->data ||
+        (x->base && x->base->data == f->data) || !qkv_tensor_same_shape(x, f) ||
+        x->dtype != QKV_REAL || f->dtype != QKV_REAL || C < 1 || !plain_affine(weight, C) ||
+        !plain_affine(bias, C) || !(eps >= 0 && isfinite(eps)))
+        return qkv_layernorm(ctx, qkv__add_dropout_over(ctx, x, f, p), weight, bias, eps);
+    x = qkv__contig(ctx, x);
+    qkv_tensor *y = x ? qkv__alloc_like(ctx, x) : NULL; /* (..., C) */
+    if (!y) return NULL;
+    qkv_norm_kernels_for(ctx)->add_fwd(true, qkv__rows(x), C, eps, qkv__data(x), qkv__data(f),
+                                       weight ? qkv__data(weight) : NULL,
+                                       bias ? qkv__data(bias) : NULL, qkv__data(y));
+    return y;
 }

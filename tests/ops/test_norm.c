@@ -1,5 +1,6 @@
 /* test_norm.c: LayerNorm and RMSNorm: closed forms, degenerate rows, gradients, kernels, errors. */
 #include "kernel_check.h"
+#include "core/internal.h" /* qkv__add_layernorm_over */
 
 static const double ftol = sizeof(qkv_real) == 4 ? 2e-6 : 1e-13;
 
@@ -270,4 +271,73 @@ TEST(norm_rejects_bad_inputs) {
     TU_EXPECT_FAIL(ctx, qkv_rmsnorm(ctx, x, NULL, INFINITY), QKV_ERR_INVALID_ARG, "rmsnorm: eps", "finite");
     tu_free(x), tu_free(w4), tu_free(w2d), tu_free(bi), tu_free(xi), tu_free(x0), tu_free(sc);
     qkv_ctx_free(ctx);
+}
+
+static qkv_real *copy_real(const void *p, int64_t n) {
+    qkv_real *c = malloc(sizeof(qkv_real) * (size_t)n);
+    if (c) memcpy(c, p, sizeof(qkv_real) * (size_t)n);
+    return c;
+}
+
+/* A post-LN residual block's LayerNorm(x + drop(f)) in one pass (qkv__add_layernorm_over, for
+ * decoding and evaluation) against qkv_layernorm(qkv_add(x, f)): the same output bits on both
+ * kernel sets, with and without weight and bias, C with and without a tail of lanes; the sum is
+ * written over f. Where a gradient is needed the two ops run (the tape has its entries) and give
+ * the same bits, gradients included. */
+TEST(add_layernorm_over_has_the_bits_of_add_then_layernorm) {
+    static const int64_t shapes[][3] = {{3, 5, 37}, {2, 1, 64}, {1, 4, 1}, {2, 3, 130}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int kern = 0; kern < 2; kern++)
+            for (int affine = 0; affine < 3; affine++) { /* none, weight, weight and bias */
+                const int64_t *shape = shapes[sh], C = shape[2], n = shape[0] * shape[1] * C;
+                qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 201 + sh), *f0 = tu_rand(3, shape, -1, 3, 202 + sh);
+                qkv_tensor *w0 = tu_rand(1, &C, 0.5, 1.5, 203), *b0 = tu_rand(1, &C, -1, 1, 204);
+                qkv_real *out[2][2] = {{0}}; /* [one pass][output, sum] */
+                for (int fused = 0; fused < 2; fused++) {
+                    qkv_ctx *ctx = tu_ctx();
+                    qkv_ctx_set_kernels(ctx, kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
+                    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+                    memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
+                    memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
+                    qkv_tensor *w = affine ? w0 : NULL, *b = affine == 2 ? b0 : NULL;
+                    qkv_tensor *sum = fused ? f : qkv_add(ctx, x, f);
+                    qkv_tensor *y = fused ? qkv__add_layernorm_over(ctx, x, f, 0.1, w, b, 1e-5)
+                                          : qkv_layernorm(ctx, sum, w, b, 1e-5);
+                    CHECK_OK(qkv_ctx_status(ctx));
+                    if (y && sum) out[fused][0] = copy_real(y->data, n), out[fused][1] = copy_real(sum->data, n);
+                    qkv_ctx_free(ctx);
+                }
+                for (int t = 0; t < 2; t++) {
+                    if (out[0][t] && out[1][t])
+                        CHECK_MSG(memcmp(out[0][t], out[1][t], sizeof(qkv_real) * (size_t)n) == 0,
+                                  "shape %zu, %s kernels, affine %d: %s differs", sh, kern ? "reference" : "fast",
+                                  affine, t ? "the sum" : "the output");
+                    free(out[0][t]), free(out[1][t]);
+                }
+                tu_free(x0), tu_free(f0), tu_free(w0), tu_free(b0);
+            }
+    /* with a gradient to take: the two ops, recorded */
+    const int64_t shape[3] = {2, 3, 19}, n = 2 * 3 * 19;
+    qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 211), *f0 = tu_rand(3, shape, -1, 3, 212), *dy = tu_rand(3, shape, -1, 1, 213);
+    qkv_real *ref[3] = {0};
+    for (int fused = 0; fused < 2; fused++) {
+        qkv_ctx *ctx = tu_ctx();
+        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+        memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
+        memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
+        qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
+        qkv_tensor *y = fused ? qkv__add_layernorm_over(ctx, x, f, 0, NULL, NULL, 1e-5)
+                              : qkv_layernorm(ctx, qkv_add(ctx, x, f), NULL, NULL, 1e-5);
+        CHECK_OK(qkv_backward_from(ctx, y, dy));
+        const qkv_real *got[3] = {y ? y->data : NULL, x->grad, f->grad};
+        for (int t = 0; t < 3; t++) {
+            if (!got[t]) continue;
+            if (!fused) ref[t] = copy_real(got[t], n);
+            else if (ref[t]) CHECK_MSG(memcmp(ref[t], got[t], sizeof(qkv_real) * (size_t)n) == 0, "tensor %d differs", t);
+        }
+        qkv_ctx_free(ctx);
+    }
+    for (int t = 0; t < 3; t++)
+        free(ref[t]);
+    tu_free(x0), tu_free(f0), tu_free(dy);
 }

@@ -290,6 +290,13 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
             qkv_real mx = -INFINITY;
             for (int64_t j = lo; j < hi; j++)
                 mx = ar[j] > mx || ar[j] != ar[j] ? ar[j] : mx; /* a NaN score: the row NaN */
+            if (mx != mx) { /* NaN where allowed, 0 where masked: the reference's weights */
+                for (int64_t j = lo; j < hi; j++) {
+                    const bool allowed = !(mr.padding || mr.allowed) || qkv__mask_row_key(&mr, j);
+                    ar[j] = allowed ? (qkv_real)NAN : 0;
+                }
+                break;
+            }
             if (mx == -INFINITY) { /* no allowed key: zero weights */
                 for (int64_t j = lo; j < hi; j++)
                     ar[j] = 0;

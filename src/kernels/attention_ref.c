@@ -212,7 +212,7 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
             double mx = -INFINITY, sum = 0;
             for (int64_t j = 0; j < S; j++)
                 if (qkv_mask_allows(m, b, i, j) && (er[j] > mx || isnan(er[j]))) mx = er[j];
-            for (int64_t j = 0; j < S; j++) /* an allowed NaN score: mx = NaN, the row NaN */
+            for (int64_t j = 0; j < S; j++) /* an allowed NaN score: mx = NaN, NaN where allowed */
                 if (qkv_mask_allows(m, b, i, j) && mx != -INFINITY) sum += exp(er[j] - mx);
             for (int64_t j = 0; j < S; j++) /* no allowed key (mx = -inf): all zero */
                 ar[j] = qkv_mask_allows(m, b, i, j) && mx != -INFINITY

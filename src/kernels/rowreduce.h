@@ -130,12 +130,12 @@ static inline double qkv__exp_nonpositive_d(double x) {
     return y.f;
 }
 
-static inline double qkv__lanes_total(const double acc[QKV_LANES]) {
+QKV_ROW_INLINE double qkv__lanes_total(const double acc[QKV_LANES]) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 /* sum_i x[i] */
-static inline double qkv__row_sum(const qkv_real *restrict x, int64_t n) {
+QKV_ROW_INLINE double qkv__row_sum(const qkv_real *restrict x, int64_t n) {
     double acc[QKV_LANES] = {0};
     int64_t i = 0;
     for (; i + QKV_LANES <= n; i += QKV_LANES)
@@ -147,7 +147,7 @@ static inline double qkv__row_sum(const qkv_real *restrict x, int64_t n) {
 }
 
 /* sum_i a[i] b[i] */
-static inline double qkv__row_dot(const qkv_real *restrict a, const qkv_real *restrict b,
+QKV_ROW_INLINE double qkv__row_dot(const qkv_real *restrict a, const qkv_real *restrict b,
                                   int64_t n) {
     double acc[QKV_LANES] = {0};
     int64_t i = 0;
@@ -160,7 +160,7 @@ static inline double qkv__row_dot(const qkv_real *restrict a, const qkv_real *re
 }
 
 /* sum_i (x[i] - c)^2 */
-static inline double qkv__row_sumsq(const qkv_real *restrict x, double c, int64_t n) {
+QKV_ROW_INLINE double qkv__row_sumsq(const qkv_real *restrict x, double c, int64_t n) {
     double acc[QKV_LANES] = {0};
     int64_t i = 0;
     for (; i + QKV_LANES <= n; i += QKV_LANES)
@@ -176,7 +176,7 @@ static inline double qkv__row_sumsq(const qkv_real *restrict x, double c, int64_
 }
 
 /* max_i x[i]: -inf for n = 0, NaN when some x[i] is NaN (so NaN reaches the output). */
-static inline qkv_real qkv__row_max(const qkv_real *restrict x, int64_t n) {
+QKV_ROW_INLINE qkv_real qkv__row_max(const qkv_real *restrict x, int64_t n) {
     qkv_real acc[QKV_LANES];
     for (int k = 0; k < QKV_LANES; k++)
         acc[k] = -(qkv_real)INFINITY;
@@ -195,7 +195,7 @@ static inline qkv_real qkv__row_max(const qkv_real *restrict x, int64_t n) {
 }
 
 /* sum_i exp(x[i] - m) */
-static inline double qkv__row_sum_exp(const qkv_real *restrict x, qkv_real m, int64_t n) {
+QKV_ROW_INLINE double qkv__row_sum_exp(const qkv_real *restrict x, qkv_real m, int64_t n) {
     double acc[QKV_LANES] = {0};
     int64_t i = 0;
     for (; i + QKV_LANES <= n; i += QKV_LANES)
@@ -219,7 +219,7 @@ QKV_ROW_INLINE double qkv__row_sum_exp_d(const qkv_real *restrict x, double m, i
 }
 
 /* e[i] = exp(x[i] - m); returns sum_i e[i] */
-static inline double qkv__row_exp(const qkv_real *restrict x, qkv_real m, qkv_real *restrict e,
+QKV_ROW_INLINE double qkv__row_exp(const qkv_real *restrict x, qkv_real m, qkv_real *restrict e,
                                   int64_t n) {
     double acc[QKV_LANES] = {0};
     int64_t i = 0;

@@ -316,9 +316,6 @@ static void query_range(const qkv_sdpa_problem *p, int64_t j0, int64_t nj, int64
     if (p->window_left >= 0) *hi = min64(*hi, j0 + nj + p->window_left);
 }
 
-/* Turn the dot products of a tile into scores: s = scale s - m_h |i - j| where allowed, -inf
- * elsewhere. The tile holds queries [i0, i0 + ni) and keys [j0, j0 + nj); element (i, j) sits at
- * s[(i - i0) si + (j - j0) sj]. */
 /* s *= scale over a tile of ni x nj scores, the contiguous dimension being the one of nj when
  * si != 1 (rows of stride si), of ni otherwise (columns of stride sj). */
 QKV_CLONES static void scale_tile(int64_t ni, int64_t nj, qkv_real *restrict s, int64_t si,
@@ -331,6 +328,9 @@ QKV_CLONES static void scale_tile(int64_t ni, int64_t nj, qkv_real *restrict s, 
     }
 }
 
+/* Turn the dot products of a tile into scores: s = scale s - m_h |i - j| where allowed, -inf
+ * elsewhere. The tile holds queries [i0, i0 + ni) and keys [j0, j0 + nj); element (i, j) sits at
+ * s[(i - i0) si + (j - j0) sj]. */
 static void finish_scores(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t i0, int64_t ni,
                           int64_t j0, int64_t nj, qkv_real *s, int64_t si, int64_t sj) {
     const qkv_real scale = (qkv_real)p->scale, slope = p->alibi ? p->alibi[h] : 0;

@@ -311,7 +311,7 @@ TEST(attend_cached_nan_query_gives_nan_output) {
                 for (int64_t d = 0; d < D; d++) {
                     const int64_t at = n * C + h * D + d;
                     if (n == bad_n && h == bad_h)
-                        CHECK_MSG(c.o[at] != c.o[at], "vec %d: o[%lld] = %g, not NaN", vec,
+                        CHECK_MSG(c.o[at] != c.o[at], "vec %d: dimension %lld = %g, not NaN", vec,
                                   (long long)d, (double)c.o[at]);
                     else
                         CHECK(memcmp(&c.o[at], &clean[at], sizeof(qkv_real)) == 0);

@@ -255,16 +255,24 @@ TEST(attn_normalize_softmax_all_minus_inf_row_is_zero) {
 
 TEST(attn_normalize_softmax_nan_score_makes_its_row_nan) {
     /* rows: all NaN, one NaN among finite scores, finite; a NaN must not pass for "no allowed
-     * key" (zero weights), as a running maximum that skips NaN would make it */
+     * key" (zero weights), as a running maximum that skips NaN would make it. Key 2 is padded:
+     * its weight stays 0 in every row, NaN ones included (both kernel sets). */
     qkv_ctx *ctx = tu_ctx();
-    qkv_tensor *e = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 3, 2},
-                                    (qkv_real[]){NAN, NAN, 0.5f, NAN, 0.5f, -0.5f});
-    qkv_tensor *a = qkv_attn_normalize(ctx, e, QKV_NORM_SOFTMAX, NULL);
+    qkv_tensor *e = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 3, 3},
+                                    (qkv_real[]){NAN, NAN, 1, 0.5f, NAN, 2, 0.5f, -0.5f, 3});
+    qkv_tensor *pad = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){1, 3}, (int32_t[]){0, 0, 1});
+    qkv_mask m = qkv_mask_none();
+    m.key_padding = pad;
+    qkv_tensor *a = qkv_attn_normalize(ctx, e, QKV_NORM_SOFTMAX, &m);
     CHECK(a != NULL);
     const qkv_real *ad = a ? a->data : NULL;
-    for (int j = 0; ad && j < 4; j++)
-        CHECK_MSG(isnan(ad[j]), "weight %d = %g, not NaN", j, (double)ad[j]);
-    CHECK(ad && !isnan(ad[4]) && !isnan(ad[5]) && fabs(ad[4] + ad[5] - 1) < 1e-6);
+    for (int r = 0; ad && r < 2; r++)
+        for (int j = 0; j < 2; j++)
+            CHECK_MSG(isnan(ad[3 * r + j]), "weight (%d, %d) = %g, not NaN", r, j,
+                      (double)ad[3 * r + j]);
+    for (int r = 0; ad && r < 3; r++)
+        CHECK_MSG(ad[3 * r + 2] == 0, "padded weight of row %d = %g", r, (double)ad[3 * r + 2]);
+    CHECK(ad && !isnan(ad[6]) && !isnan(ad[7]) && fabs(ad[6] + ad[7] - 1) < 1e-6);
     qkv_ctx_free(ctx);
 }
 

@@ -290,13 +290,15 @@ TEST(add_layernorm_over_has_the_bits_of_add_then_layernorm) {
         for (int kern = 0; kern < 2; kern++)
             for (int affine = 0; affine < 3; affine++) { /* none, weight, weight and bias */
                 const int64_t *shape = shapes[sh], C = shape[2], n = shape[0] * shape[1] * C;
-                qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 201 + sh), *f0 = tu_rand(3, shape, -1, 3, 202 + sh);
+                qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 201 + sh),
+                           *f0 = tu_rand(3, shape, -1, 3, 202 + sh);
                 qkv_tensor *w0 = tu_rand(1, &C, 0.5, 1.5, 203), *b0 = tu_rand(1, &C, -1, 1, 204);
                 qkv_real *out[2][2] = {{0}}; /* [one pass][output, sum] */
                 for (int fused = 0; fused < 2; fused++) {
                     qkv_ctx *ctx = tu_ctx();
                     qkv_ctx_set_kernels(ctx, kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
-                    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+                    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape),
+                               *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
                     memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
                     memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
                     qkv_tensor *w = affine ? w0 : NULL, *b = affine == 2 ? b0 : NULL;
@@ -304,25 +306,30 @@ TEST(add_layernorm_over_has_the_bits_of_add_then_layernorm) {
                     qkv_tensor *y = fused ? qkv__add_layernorm_over(ctx, x, f, 0.1, w, b, 1e-5)
                                           : qkv_layernorm(ctx, sum, w, b, 1e-5);
                     CHECK_OK(qkv_ctx_status(ctx));
-                    if (y && sum) out[fused][0] = copy_real(y->data, n), out[fused][1] = copy_real(sum->data, n);
+                    if (y && sum)
+                        out[fused][0] = copy_real(y->data, n),
+                        out[fused][1] = copy_real(sum->data, n);
                     qkv_ctx_free(ctx);
                 }
                 for (int t = 0; t < 2; t++) {
                     if (out[0][t] && out[1][t])
                         CHECK_MSG(memcmp(out[0][t], out[1][t], sizeof(qkv_real) * (size_t)n) == 0,
-                                  "shape %zu, %s kernels, affine %d: %s differs", sh, kern ? "reference" : "fast",
-                                  affine, t ? "the sum" : "the output");
+                                  "shape %zu, %s kernels, affine %d: %s differs", sh,
+                                  kern ? "reference" : "fast", affine,
+                                  t ? "the sum" : "the output");
                     free(out[0][t]), free(out[1][t]);
                 }
                 tu_free(x0), tu_free(f0), tu_free(w0), tu_free(b0);
             }
     /* with a gradient to take: the two ops, recorded */
     const int64_t shape[3] = {2, 3, 19}, n = 2 * 3 * 19;
-    qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 211), *f0 = tu_rand(3, shape, -1, 3, 212), *dy = tu_rand(3, shape, -1, 1, 213);
+    qkv_tensor *x0 = tu_rand(3, shape, -2, 2, 211), *f0 = tu_rand(3, shape, -1, 3, 212),
+               *dy = tu_rand(3, shape, -1, 1, 213);
     qkv_real *ref[3] = {0};
     for (int fused = 0; fused < 2; fused++) {
         qkv_ctx *ctx = tu_ctx();
-        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape), *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+        qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape),
+                   *f = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
         memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
         memcpy(f->data, f0->data, sizeof(qkv_real) * (size_t)n);
         qkv_tensor_requires_grad(x), qkv_tensor_requires_grad(f);
@@ -331,13 +338,44 @@ TEST(add_layernorm_over_has_the_bits_of_add_then_layernorm) {
         CHECK_OK(qkv_backward_from(ctx, y, dy));
         const qkv_real *got[3] = {y ? y->data : NULL, x->grad, f->grad};
         for (int t = 0; t < 3; t++) {
+            CHECK_MSG(got[t] != NULL, "tensor %d was not computed", t);
             if (!got[t]) continue;
-            if (!fused) ref[t] = copy_real(got[t], n);
-            else if (ref[t]) CHECK_MSG(memcmp(ref[t], got[t], sizeof(qkv_real) * (size_t)n) == 0, "tensor %d differs", t);
+            if (!fused)
+                ref[t] = copy_real(got[t], n);
+            else if (ref[t])
+                CHECK_MSG(memcmp(ref[t], got[t], sizeof(qkv_real) * (size_t)n) == 0,
+                          "tensor %d differs", t);
         }
         qkv_ctx_free(ctx);
     }
     for (int t = 0; t < 3; t++)
         free(ref[t]);
+    /* where one pass cannot stand for the two ops, the two ops run: a view f (its storage not
+     * its own), training with dropout drawing, an invalid p (their error) */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+    qkv_tensor *wide = qkv_tensor_new(ctx, QKV_REAL, 3, (int64_t[]){2, 3, 20});
+    memcpy(x->data, x0->data, sizeof(qkv_real) * (size_t)n);
+    memcpy(wide->data, x0->data, sizeof(qkv_real) * 120);
+    qkv_tensor *view = qkv_narrow(ctx, wide, 2, 0, 19);
+    qkv_tensor *y = qkv__add_layernorm_over(ctx, x, view, 0, NULL, NULL, 1e-5);
+    qkv_tensor *want = qkv_layernorm(ctx, qkv_add(ctx, x, view), NULL, NULL, 1e-5);
+    CHECK(y && want && memcmp(y->data, want->data, sizeof(qkv_real) * (size_t)n) == 0);
+    CHECK(memcmp(wide->data, x0->data, sizeof(qkv_real) * 120) == 0); /* not written over */
+    qkv_ctx_set_training(ctx, true);
+    qkv_tensor *g = qkv_tensor_new(ctx, QKV_REAL, 3, shape);
+    memcpy(g->data, f0->data, sizeof(qkv_real) * (size_t)n);
+    y = qkv__add_layernorm_over(ctx, x, g, 0.5, NULL, NULL, 1e-5); /* dropout draws */
+    want = qkv_layernorm(ctx, g, NULL, NULL, 1e-5); /* g holds x + drop(g): its norm is y */
+    int64_t dropped = 0; /* positions where the sum is x alone */
+    for (int64_t i = 0; i < n; i++)
+        dropped += ((qkv_real *)g->data)[i] == ((qkv_real *)x->data)[i];
+    CHECK(y && want && memcmp(y->data, want->data, sizeof(qkv_real) * (size_t)n) == 0);
+    CHECK_MSG(dropped > n / 4 && dropped < 3 * n / 4, "%lld of %lld dropped", (long long)dropped,
+              (long long)n);
+    qkv_ctx_set_training(ctx, false);
+    CHECK(qkv__add_layernorm_over(ctx, x, g, -0.5, NULL, NULL, 1e-5) == NULL);
+    CHECK(qkv_ctx_status(ctx) == QKV_ERR_INVALID_ARG && strstr(qkv_last_error(), "add_dropout"));
+    qkv_ctx_free(ctx);
     tu_free(x0), tu_free(f0), tu_free(dy);
 }

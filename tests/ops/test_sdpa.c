@@ -696,7 +696,8 @@ TEST(sdpa_nan_in_a_query_makes_that_row_nan_and_leaves_the_others) {
             CHECK_MSG(row_nan, "kernels %d: the NaN query's output is not NaN", kern);
             for (int64_t d = 0; d < D; d++) /* compare the other rows */
                 out[0][bad * D + d] = out[1][bad * D + d] = 0;
-            CHECK(all_finite(out[1], T * D) && memcmp(out[0], out[1], sizeof(qkv_real) * T * D) == 0);
+            CHECK(all_finite(out[1], T * D) &&
+                  memcmp(out[0], out[1], sizeof(qkv_real) * T * D) == 0);
         }
         free(out[0]), free(out[1]);
     }

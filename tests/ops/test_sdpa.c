@@ -631,6 +631,17 @@ TEST(sdpa_zero_length_key_sequence_gives_zeros) {
     qkv_ctx_free(ctx);
 }
 
+/* q (1, 1, T, D), k and v (1, 1, S, D), uniform in [-1, 1) from seeds seed, seed + 1, seed + 2. */
+static void one_head(qkv_ctx *ctx, int64_t T, int64_t S, int64_t D, uint64_t seed, qkv_tensor **q,
+                     qkv_tensor **k, qkv_tensor **v) {
+    *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
+    *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+    *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
+    tu_fill_uniform((*q)->data, T * D, -1, 1, seed);
+    tu_fill_uniform((*k)->data, S * D, -1, 1, seed + 1);
+    tu_fill_uniform((*v)->data, S * D, -1, 1, seed + 2);
+}
+
 TEST(sdpa_fast_never_reads_key_blocks_outside_the_band) {
     /* T = 64 < S = 256 with a causal mask: keys 64.. are allowed for no query. Filling them with
      * NaN must leave the fast kernel's output and gradients finite and equal to a clean run:
@@ -641,13 +652,9 @@ TEST(sdpa_fast_never_reads_key_blocks_outside_the_band) {
     qkv_real *out[2][4] = {{0}};
     for (int dirty = 0; dirty < 2; dirty++) {
         qkv_ctx *ctx = ctx_with(QKV_KERNELS_FAST);
-        qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
-        qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
-        qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
-        qkv_tensor *dy = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
-        tu_fill_uniform(q->data, T * D, -1, 1, 1);
-        tu_fill_uniform(k->data, S * D, -1, 1, 2);
-        tu_fill_uniform(v->data, S * D, -1, 1, 3);
+        qkv_tensor *q, *k, *v, *dy;
+        one_head(ctx, T, S, D, 1, &q, &k, &v);
+        dy = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
         tu_fill_uniform(dy->data, T * D, -1, 1, 4);
         for (int64_t x = T * D; dirty && x < S * D; x++)
             ((qkv_real *)k->data)[x] = ((qkv_real *)v->data)[x] = NAN;
@@ -677,12 +684,8 @@ TEST(sdpa_nan_in_a_query_makes_that_row_nan_and_leaves_the_others) {
         qkv_real *out[2] = {0};
         for (int dirty = 0; dirty < 2; dirty++) {
             qkv_ctx *ctx = ctx_with(kern ? QKV_KERNELS_REF : QKV_KERNELS_FAST);
-            qkv_tensor *q = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, T, D});
-            qkv_tensor *k = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
-            qkv_tensor *v = qkv_tensor_new(ctx, QKV_REAL, 4, (int64_t[]){1, 1, S, D});
-            tu_fill_uniform(q->data, T * D, -1, 1, 5);
-            tu_fill_uniform(k->data, S * D, -1, 1, 6);
-            tu_fill_uniform(v->data, S * D, -1, 1, 7);
+            qkv_tensor *q, *k, *v;
+            one_head(ctx, T, S, D, 5, &q, &k, &v);
             if (dirty) ((qkv_real *)q->data)[bad * D] = NAN;
             qkv_tensor *o = qkv_sdpa(ctx, q, k, v, 0.3, NULL, NULL);
             CHECK(o != NULL);

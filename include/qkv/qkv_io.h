@@ -104,7 +104,8 @@ QKV_API qkv_status qkv_params_save(const qkv_params *p, const char *path,
  * same names). Each parameter must be present with exactly its shape, as F32 or F64 (converted to
  * the build's real type, F64 -> F32 rounding to nearest); the file must hold no other tensors.
  * Errors (nothing is modified unless everything matches): QKV_ERR_FORMAT naming the missing or
- * extra tensors or a wrong dtype, QKV_ERR_SHAPE naming the tensor and both shapes. */
+ * extra tensors, a wrong dtype, or the first NaN / infinite value (a model with one computes NaN),
+ * QKV_ERR_SHAPE naming the tensor and both shapes. */
 QKV_API qkv_status qkv_params_load(qkv_params *p, const char *path);
 
 #ifdef __cplusplus

@@ -13,6 +13,8 @@
 #include "../core/internal.h"
 #include "io_util.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 qkv_status qkv_params_save(const qkv_params *p, const char *path, const char *const *meta_keys,
@@ -109,6 +111,41 @@ static qkv_status check_file(const qkv_params *p, const qkv_st_file *f, const ch
     return QKV_OK;
 }
 
+/* Every value of every parameter in the file finite once converted to qkv_real (an F64 value
+ * beyond float's range is not): a model with a NaN or infinite weight (a training run that
+ * diverged, a damaged file) would compute NaN everywhere, and a decoder would turn that into
+ * some token sequence or none, so such a file is refused with the first bad value named. */
+static qkv_status check_finite(const qkv_params *p, const qkv_st_file *f, const char *path,
+                               bool swap) {
+    for (int64_t i = 0, n = qkv_params_count(p); i < n; i++) {
+        const qkv_tensor *x = qkv_params_get((qkv_params *)p, i);
+        qkv_st_entry e;
+        qkv_st_find(f, x->name, &e);
+        const size_t size = qkv_dtype_size(e.dtype);
+        const int64_t numel = qkv_tensor_numel(x);
+        int64_t bad = -1;
+        if (e.dtype == QKV_F32 && !swap && (uintptr_t)e.data % sizeof(float) == 0) {
+            const float *v = e.data; /* the common case, without a call per element */
+            for (int64_t k = 0; k < numel && bad < 0; k++)
+                if (!isfinite(v[k])) bad = k;
+        } else {
+            for (int64_t k = 0; k < numel && bad < 0; k++)
+                if (!isfinite((qkv_real)load_elem((const unsigned char *)e.data, k, size, swap)))
+                    bad = k;
+        }
+        if (bad >= 0) {
+            const double v = load_elem((const unsigned char *)e.data, bad, size, swap);
+            const char *what = v != v ? "NaN" : isinf(v) ? "an infinite value"
+                                                         : "a value beyond float's range";
+            return QKV_ERROR(QKV_ERR_FORMAT,
+                             "%s: tensor '%.200s' holds %s at element %lld; a model with "
+                             "non-finite parameters computes NaN (a diverged training run?)",
+                             path, x->name, what, (long long)bad);
+        }
+    }
+    return QKV_OK;
+}
+
 qkv_status qkv_params_load(qkv_params *p, const char *path) {
     if (!p || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_params_load: NULL argument");
     if (!qkv_params_block(p, QKV_BLOCK_DATA))
@@ -122,6 +159,7 @@ qkv_status qkv_params_load(qkv_params *p, const char *path) {
                : QKV_ERROR(QKV_ERR_OOM, "qkv_params_load: out of memory");
     free(names);
     const bool swap = !qkv__host_little_endian();
+    if (st == QKV_OK) st = check_finite(p, f, path, swap);
     for (int64_t i = 0; st == QKV_OK && i < n; i++) {
         qkv_tensor *x = qkv_params_get(p, i);
         qkv_st_entry e;

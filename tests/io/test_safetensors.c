@@ -644,6 +644,42 @@ TEST(params_load_converts_f32_and_f64) {
     tmp_clean(dir);
 }
 
+/* A NaN or infinite value in the file (F32 and F64 files; an F64 value beyond float's range in the
+ * float build): an error naming the tensor, the value's kind and its element; nothing changes. */
+TEST(params_load_rejects_non_finite_values) {
+    char *dir = tmp_dir();
+    PATH_IN(path, dir, "bad.safetensors");
+    const char *names[] = {"a", "w"};
+    const int64_t shapes[][3] = {{2}, {4}};
+    const int ndims[] = {1, 1};
+    qkv_params *p = make_params(names, shapes, ndims, 2);
+    qkv_real *d = qkv_params_block(p, QKV_BLOCK_DATA);
+    for (int i = 0; i < 6; i++)
+        d[i] = 7;
+    const float a32[2] = {1, 2}, nan32[4] = {0.5f, -1, NAN, 3}, inf32[4] = {INFINITY, 0, 0, 0};
+    const double a64[2] = {1, 2}, big64[4] = {0, 1e300, 0, 0};
+    const struct {
+        const char *dtype;
+        const void *a, *w;
+        const char *want;
+    } cases[] = {
+        {"F32", a32, nan32, "tensor 'w' holds NaN at element 2"},
+        {"F32", a32, inf32, "tensor 'w' holds an infinite value at element 0"},
+        {"F64", a64, big64, "tensor 'w' holds a value beyond float's range at element 1"},
+    };
+    for (int c = 0; c < 3; c++) {
+        if (c == 2 && sizeof(qkv_real) == sizeof(double)) continue; /* 1e300 is a double */
+        const qkv_st_tensor t[2] = {{"a", cases[c].dtype, 1, (int64_t[]){2}, cases[c].a},
+                                    {"w", cases[c].dtype, 1, (int64_t[]){4}, cases[c].w}};
+        CHECK_OK(qkv_st_save(path, t, 2, NULL, NULL, 0));
+        CHECK_ERR(qkv_params_load(p, path), QKV_ERR_FORMAT, cases[c].want);
+        for (int i = 0; i < 6; i++)
+            CHECK(d[i] == 7);
+    }
+    qkv_params_free(p);
+    tmp_clean(dir);
+}
+
 /* ---- qkv inspect ----------------------------------------------------------------------------- */
 
 typedef struct {

@@ -183,6 +183,9 @@ qkv_tensor *qkv__alloc_over(qkv_ctx *ctx, qkv_tensor *t);
  * backward reads its input and weight, never its output), so the step keeps one (B, T, C) tensor
  * fewer per sub-layer. Otherwise it is qkv_add_dropout. */
 qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p);
+/* Whether f's storage can take x + f: f owns its contiguous storage, x does not share it, both
+ * real with the same shape. */
+bool qkv__sum_fits_over(const qkv_tensor *x, const qkv_tensor *f);
 /* qkv_layernorm(qkv__add_dropout_over(x, f, p), weight, bias, eps) with the same bits; where
  * nothing needs a gradient and dropout does not draw (inference), one pass per row that writes
  * the sum over f's storage (f, as there, must be an output nothing reads again) and keeps no

@@ -300,9 +300,7 @@ __attribute__((target("avx2"))) static float scores_avx2(const task *t, float *r
 /* s[i] = e^(s[i] - mx) for i < S, compiled per vector width (qkv__exp_r is the same arithmetic in
  * every lane and at every width, so the same bits). */
 QKV_CLONES static void attend_exp_shift(qkv_real *restrict s, int64_t S, qkv_real mx) {
-    /* blocks the compiler vectorises (qkv__exp_r is branch-free and takes a masked score,
-     * -inf - mx = -inf, to +0) */
-    QKV_LANE_LOOP(i, S, s[i] = qkv__exp_r(s[i] - mx););
+    qkv__row_exp_shift(s, mx, S); /* a masked score, -inf - mx = -inf, gives +0 */
 }
 
 /* The task t: o (D) = sum_j softmax_j(s_j) v_j over its keys; s holds S reals (the scores, then

@@ -52,7 +52,6 @@
 #include "sdpa.h"
 
 #include "rowreduce.h"
-#include "select.h"
 
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
@@ -422,14 +421,7 @@ QKV_CLONES static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict
             zero(row, nc);
             continue;
         }
-        /* the exponentials in a loop of its own, so that they run 16 wide (in one loop with the
-         * sum, its QKV_LANES double partials would hold them to 8 lanes: 5 % of a forward at
-         * T = 4096), then their sum in double partials (rowreduce.h) */
-        const int64_t body = QKV_VECTOR_BODY(nc);
-        for (int64_t c = 0; c < body; c++)
-            row[c] = qkv__exp_r(row[c] - mx);
-        for (int64_t c = body; c < nc; c++)
-            row[c] = qkv__exp_r(row[c] - mx);
+        qkv__row_exp_shift(row, mx, nc); /* 16 wide, then summed in double partials */
         const double sum = qkv__row_sum(row, nc);
         if (mx != m[r]) {
             const qkv_real alpha = qkv__exp_r(m[r] - mx); /* 0 while m = -inf */

@@ -248,13 +248,17 @@ qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p
     return y;
 }
 
+bool qkv__sum_fits_over(const qkv_tensor *x, const qkv_tensor *f) {
+    return !f->base && qkv_tensor_is_contiguous(f) && x->data != f->data &&
+           !(x->base && x->base->data == f->data) && qkv_tensor_same_shape(x, f) &&
+           f->dtype == QKV_REAL && x->dtype == QKV_REAL;
+}
+
 qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p) {
     if (!QKV_OP_BEGIN(ctx, "add_dropout", x, f)) return NULL;
-    /* the general op wherever f's storage cannot take the sum: a view or strided f, an x that
-     * shares f's storage, evaluation (nothing is kept for backward anyway) */
-    if (!ctx->training || f->base || !qkv_tensor_is_contiguous(f) || x->data == f->data ||
-        (x->base && x->base->data == f->data) || !qkv_tensor_same_shape(x, f) || f->dtype != QKV_REAL ||
-        x->dtype != QKV_REAL || !(p > 0 && p < 1))
+    /* the general op wherever f's storage cannot take the sum, and in evaluation (nothing is
+     * kept for backward anyway) */
+    if (!ctx->training || !qkv__sum_fits_over(x, f) || !(p > 0 && p < 1))
         return qkv_add_dropout(ctx, x, f, p);
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc_over(ctx, f);

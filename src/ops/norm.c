@@ -110,11 +110,8 @@ qkv_tensor *qkv__add_layernorm_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, 
      * shared with x), or anything the ops would reject (they then report it) */
     const int64_t C = x->ndim >= 1 ? x->shape[x->ndim - 1] : 0;
     if (qkv__needs_grad(ctx, 4, (qkv_tensor *[]){x, f, weight, bias}) || !(p >= 0 && p < 1) ||
-        (ctx->training && p > 0) ||
-        f->base || !qkv_tensor_is_contiguous(f) || x->data == f->data ||
-        (x->base && x->base->data == f->data) || !qkv_tensor_same_shape(x, f) ||
-        x->dtype != QKV_REAL || f->dtype != QKV_REAL || C < 1 || !plain_affine(weight, C) ||
-        !plain_affine(bias, C) || !(eps >= 0 && isfinite(eps)))
+        (ctx->training && p > 0) || !qkv__sum_fits_over(x, f) || C < 1 ||
+        !plain_affine(weight, C) || !plain_affine(bias, C) || !(eps >= 0 && isfinite(eps)))
         return qkv_layernorm(ctx, qkv__add_dropout_over(ctx, x, f, p), weight, bias, eps);
     x = qkv__contig(ctx, x);
     qkv_tensor *y = x ? qkv__alloc_like(ctx, x) : NULL; /* (..., C) */

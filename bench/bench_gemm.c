@@ -50,6 +50,12 @@
  * weights, alternating, operands in cache; the median of 7 samples of each and columns time / rows
  * time (> 1: rows are faster). The basis of the 512-row bound (BENCHMARKS.md, "Session 18").
  *
+ *   build/release/bench_gemm --packed-copy [--threads N]
+ *
+ * A decoding session's products that the packed GEMM takes, packing the weight at every product
+ * against from the session's packed copy of it, the copy's products split by columns and by rows
+ * (packed_copy below; BENCHMARKS.md, "Session 20").
+ *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *
  * The sgemm ceiling (what bench/compare.sh divides achieved GFLOP/s by, measured in the same
@@ -63,6 +69,7 @@
 
 static const char ME[] = "bench_gemm"; /* the program in option messages */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +323,65 @@ static int packed_modes(void) {
     return 0;
 }
 
+/* --packed-copy: a decoding session's products that the packed GEMM takes, packing W at every
+ * product (qkv_gemm) against multiplying from its packed copy (qkv__gemm_packed_nt_copy, the
+ * session's weight copies), the copy's threads split by C's columns and by its rows, alternating,
+ * operands in cache: config S's decoder weights at 64 (greedy) to 480 rows (beam 5 is 320), config
+ * B's at 400 (beam 5 of 80 sentences). The median of 7 samples of each and the time packing W
+ * divided by the copy's time in the faster split (src/kernels/weight_copies.c). */
+static int packed_copy(void) {
+#ifndef QKV_DOUBLE
+    if (!qkv__gemm_packed_available()) {
+        fprintf(stderr, "bench_gemm: --packed-copy: this CPU or build has no packed GEMM (x86-64 with AVX-512F, "
+                        "float)\n");
+        return 1;
+    }
+    static const int64_t shapes[][3] = {
+        {64, 256, 256},  {64, 768, 256},  {64, 1024, 256},  {96, 256, 256},   {128, 256, 256},
+        {128, 1024, 256}, {192, 256, 256}, {192, 1024, 256}, {320, 256, 256},  {320, 768, 256},
+        {320, 1024, 256}, {320, 256, 1024}, {480, 256, 256}, {480, 1024, 256}, {400, 1536, 512},
+        {400, 512, 512},  {400, 2048, 512}, {400, 512, 2048}};
+    enum { SAMPLES = 7 };
+    printf("qkv %s, %d thread(s): the packed GEMM packing W at each product against from its copy, median of %d\n",
+           qkv_version(), qkv_get_num_threads(), SAMPLES);
+    printf("%-18s %10s %12s %12s %9s\n", "M x N x K", "pack GF/s", "copy col", "copy rows", "pack/copy");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        qkv_real *a, *b, *c;
+        if (!operands(m, n, k, &a, &b, &c)) return 1;
+        const size_t floats = qkv__gemm_packed_copy_floats(n, k);
+        float *copy = aligned_alloc(64, (sizeof(float) * floats + 63) & ~(size_t)63);
+        if (!copy || !qkv__gemm_packed_nt_copy(m, n, k, a, k, b, k, copy, true, NULL, c, n)) {
+            fprintf(stderr, "bench_gemm: --packed-copy: out of memory\n");
+            return 1;
+        }
+        const int64_t reps = 1 + 100000000 / (m * n * k);
+        double t[3][SAMPLES];
+        for (int pass = 0; pass < SAMPLES + 1; pass++)
+            for (int which = 0; which < 3; which++) { /* packing W, the copy by columns, by rows */
+                qkv__gemm_packed_column_rows(which == 1 ? INT64_MAX : which == 2 ? 0 : -1);
+                const double t0 = bench_now();
+                for (int64_t r = 0; r < reps; r++)
+                    if (which == 0) qkv_gemm(false, true, m, n, k, 1, a, k, b, k, 0, c, n);
+                    else qkv__gemm_packed_nt_copy(m, n, k, a, k, b, k, copy, false, NULL, c, n);
+                if (pass >= 1) t[which][pass - 1] = (bench_now() - t0) / (double)reps;
+            }
+        qkv__gemm_packed_column_rows(-1);
+        for (int which = 0; which < 3; which++) qsort(t[which], SAMPLES, sizeof(double), cmp_double);
+        const double flop = 2.0 * (double)m * (double)n * (double)k * 1e-9, best = fmin(t[1][SAMPLES / 2], t[2][SAMPLES / 2]);
+        char dims[48];
+        snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+        printf("%-18s %10.1f %12.1f %12.1f %8.3fx\n", dims, flop / t[0][SAMPLES / 2], flop / t[1][SAMPLES / 2],
+               flop / t[2][SAMPLES / 2], t[0][SAMPLES / 2] / best);
+        free(a), free(b), free(c), free(copy);
+    }
+    return 0;
+#else
+    fprintf(stderr, "bench_gemm: --packed-copy: the packed GEMM is a float kernel\n");
+    return 1;
+#endif
+}
+
 static int decode_step(void) {
     enum { LAYERS = 6, PER_LAYER = 6, N_W = LAYERS * PER_LAYER + 1, PASSES = 15, WARMUP = 3, MAX_M = 96 };
     static const int64_t layer_shapes[PER_LAYER][2] = {{1536, 512}, {512, 512}, {512, 512},
@@ -401,7 +467,7 @@ int main(int argc, char **argv) {
     int threads = 0, lanes = 0;
     double seconds = 1.0;
     bool with_blocked = true, want_ceiling = false, json = false, decode = false, decode_stream = false,
-         rows_table = false, packed = false, modes = false;
+         rows_table = false, packed = false, modes = false, copy = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads")) {
             if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
@@ -421,12 +487,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--few-rows")) rows_table = true;
         else if (!strcmp(argv[i], "--packed")) packed = true;
         else if (!strcmp(argv[i], "--packed-modes")) modes = true;
+        else if (!strcmp(argv[i], "--packed-copy")) copy = true;
         else {
             fprintf(stderr, "usage: bench_gemm [--threads N] [--seconds S] [--no-blocked] [--decode]\n"
                             "       bench_gemm --decode-step [--threads N] [--lanes 8|16]\n"
                             "       bench_gemm --few-rows [--threads N] [--lanes 8|16]\n"
                             "       bench_gemm --packed [--threads N]\n"
                             "       bench_gemm --packed-modes [--threads N]\n"
+                            "       bench_gemm --packed-copy [--threads N]\n"
                             "       bench_gemm --ceiling [--threads N] [--json]\n");
             return 2;
         }
@@ -448,6 +516,7 @@ int main(int argc, char **argv) {
     if (rows_table) return few_rows();
     if (packed) return packed_table();
     if (modes) return packed_modes();
+    if (copy) return packed_copy();
     typedef struct {
         const char *name;
         int64_t m, n, k;

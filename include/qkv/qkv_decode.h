@@ -12,8 +12,8 @@
  *            keys / values of the encoded source, and the tokens fed so far. Everything is
  *            allocated once by qkv_session_new for (max_rows, max_len, max_src_len); a step
  *            resets the arena, so memory does not grow with the number of steps (but for the
- *            weight panels, copies of the large decoder weights that a session makes at its
- *            first batch of 8 or more rows: qkv_session_params.weight_panels). Rows are
+ *            weight panels, copies of the decoder weights that a session makes at its first
+ *            batch of 8 or more rows: qkv_session_params.weight_panels). Rows are
  *            reordered or dropped with qkv_session_gather (beam search's reorder, finished
  *            sentences leaving the batch). Not thread-safe; one session per thread.
  *   decode   qkv_decode (encoder-decoder) and qkv_generate (decoder-only) run a whole search
@@ -61,12 +61,16 @@ typedef struct qkv_session_params {
     qkv_kernels kernels; /* kernel set of the session's context (default FAST) */
     size_t arena_bytes;  /* initial step-arena size; 0: the context default (16 MiB) */
     bool weight_panels;  /* true (default): from the second step of an encoded / started batch,
-                            a decoder weight of at least 1 MiB that a step multiplies by 8 .. 96
-                            rows is copied once per batch into panels laid out for those rows
-                            and multiplied from there (AVX-512F CPUs; config-B greedy steps
-                            12-16 % faster, BENCHMARKS.md "Session 16"): the same results bit for
-                            bit, for as much memory again as those weights (config B: 104 MB).
-                            false: no copy */
+                            each decoder weight that a step multiplies is copied once per batch
+                            into the layout of the kernel that multiplies it, and multiplied
+                            from there (AVX-512F CPUs, src/kernels/weight_copies.c): at 8 .. 96
+                            rows a weight of at least 1 MiB into panels for those rows (config-B
+                            greedy steps 12-16 % faster, BENCHMARKS.md "Session 16"); at more
+                            rows (and some smaller weights at 32 .. 96) into the packed GEMM's
+                            panels, which it then never packs again (config-S beam 5 ~8 %
+                            faster, "Session 20"). The same results bit for bit, for as much
+                            memory again as the weights copied (config B greedy: 104 MB; config
+                            S: at most 11 MB). false: no copy */
 } qkv_session_params;
 
 QKV_API qkv_session_params qkv_session_default_params(void);

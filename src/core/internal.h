@@ -270,22 +270,25 @@ void qkv__gemm_small_m_bias(int64_t m, int64_t n, int64_t k, float alpha, const 
                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
                             int64_t ldc);
 
-/* Weight panels (src/kernels/gemm_panels.c): y = x W^T (+ b) for the few rows of a decoding step
- * from a copy of W repacked for them (residue-major panels of 16 of its rows), with exactly the
- * bits of the small-M kernel on 16 lanes, which they replace where qkv__panels_linear says. A
- * qkv__panels holds one copy per weight it has met (as much memory as those weights), filled at
- * the weight's first product after qkv__panels_invalidate; a decoding session owns one and
- * invalidates it for every batch, since the weights may change between batches. */
+/* A decoding session's weight copies (src/kernels/weight_copies.c), each laid out for the kernel
+ * that multiplies by it, so that a step never repacks a weight: residue panels
+ * (src/kernels/gemm_panels.c) for the few rows that the small-M kernel would take, with its bits,
+ * and the packed GEMM's panels of W^T (qkv__gemm_packed_nt_copy) for the products it would take,
+ * with its bits. A qkv__panels holds one copy per weight and kind it has met (as much memory as
+ * those weights), filled at the weight's first product after qkv__panels_invalidate; a decoding
+ * session owns one and invalidates it for every batch, since the weights may change between
+ * batches. */
 typedef struct qkv__panels qkv__panels;
 qkv__panels *qkv__panels_new(void); /* NULL when out of memory */
 void qkv__panels_free(qkv__panels *p);
 void qkv__panels_invalidate(qkv__panels *p);    /* every copy is refilled at its next use */
 size_t qkv__panels_bytes(const qkv__panels *p); /* the copies' memory */
 /* y (m, n) = x (m, k) W^T + bias (NULL: none), all contiguous, w memory that stays put while the
- * store lives (a parameter's: the copies are keyed by its address), if the panels apply: a float
+ * store lives (a parameter's: the copies are keyed by its address), if a copy applies: a float
  * product that qkv_gemm would give the small-M kernel on 16 lanes, with m >= QKV_PANELS_MIN_ROWS
- * and W of at least QKV_PANELS_MIN_BYTES. False (nothing written) otherwise, or when memory for
- * W's copy cannot be had: the caller computes the product as before, with the same bits. */
+ * and W of at least QKV_PANELS_MIN_BYTES, or one it would give the packed GEMM. False (nothing
+ * written) otherwise, or when memory for W's copy cannot be had: the caller computes the product
+ * as before, with the same bits. */
 #define QKV_PANELS_MIN_ROWS 8
 #define QKV_PANELS_MIN_BYTES ((int64_t)1 << 20)
 bool qkv__panels_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, const qkv_real *x,
@@ -320,6 +323,16 @@ bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                            const float *a, int64_t lda, const float *b, int64_t ldb,
                            const float *bias, float *c, int64_t ldc);
+/* A packed copy of op(B) = W^T for W (n, k) (the panels every such product packs, all k slices
+ * and columns; qkv__gemm_packed_copy_floats(n, k) floats, 64-byte aligned), and y = x W^T (+ bias)
+ * from it, filled from w first when fill: the bits of qkv__gemm_packed_bias (bias) or of
+ * qkv__gemm_packed with alpha 1 and beta 0 (no bias) on the same product, which never packs W
+ * again. For a decoding session's store (qkv__panels_linear). Returns false as they do, y
+ * untouched, and then the copy is not filled either. */
+size_t qkv__gemm_packed_copy_floats(int64_t n, int64_t k);
+bool qkv__gemm_packed_nt_copy(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx,
+                              const float *w, int64_t ldw, float *copy, bool fill,
+                              const float *bias, float *y, int64_t ldy);
 /* y = x W^T + bias for qkv_linear, in one pass where qkv_gemm would take the small-M kernel or the
  * packed GEMM (the same bits as bias rows then qkv_gemm with beta = 1). False: not taken, y
  * untouched; the caller does the two steps. */
@@ -329,10 +342,11 @@ bool qkv__gemm_nt_bias(int64_t m, int64_t n, int64_t k, const qkv_real *x, int64
 /* For bench/bench_gemm.c: false sends these products back to BLAS (qkv_gemm's tiles); true (the
  * default) restores the rule. Not thread-safe; not for library code. */
 void qkv__gemm_packed_enable(bool on);
-/* For bench/bench_gemm.c --packed-modes: products of up to `rows` rows split C's columns over the
- * threads, larger ones its rows (gemm_packed.c, "Column mode"); a negative value restores the
- * rule. Returns the bound in force before. Not thread-safe; not for library code. */
-int64_t qkv__gemm_packed_column_rows(int64_t rows);
+/* For bench/bench_gemm.c --packed-modes and --packed-copy: products of up to `rows` rows split C's
+ * columns over the threads, larger ones its rows (gemm_packed.c, "Column mode"), with or without
+ * a packed copy of op(B); a negative value restores the rule. Not thread-safe; not for library
+ * code. */
+void qkv__gemm_packed_column_rows(int64_t rows);
 
 /* Batches of matrices in a 2-level layout: matrix (i, j), i < n_outer, j < n_inner, starts at
  * p + i outer + j inner and has leading dimension ld. Head views (B, H, L, D) of a (B, L, C)

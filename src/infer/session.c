@@ -181,7 +181,8 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
     }
     /* no panels where they cannot apply; none either when their store cannot be had: the steps
      * then multiply every weight in place, with the same results */
-    if (!st && p->weight_panels && qkv__gemm_panels_available()) s->panels = qkv__panels_new();
+    if (!st && p->weight_panels && (qkv__gemm_panels_available() || qkv__gemm_packed_available()))
+        s->panels = qkv__panels_new();
     if (!st) {
         qkv_ctx_set_grad_enabled(s->ctx, false);
         /* measure run: the largest steps (every row at the last position and at the one before)

@@ -32,6 +32,13 @@
  * faster: each thread packing all of A costs more than sharing B (0.98-1.15x at 512-1024 rows,
  * `bench_gemm --packed-modes`, BENCHMARKS.md "Session 18").
  *
+ * From a packed copy (qkv__gemm_packed_nt_copy: a decoding session's weight, packed once per
+ * batch by weight_copies.c): op(B) is not packed, so row mode has no barrier (each claimed chunk
+ * of rows runs through every k slice), and it takes over from column mode from 4 row panels per
+ * thread (96 rows at 2 threads): 1.1-1.3x packing at every product on config S's decoding products
+ * (bench_gemm --packed-copy, BENCHMARKS.md "Session 20"). The copy holds every slice's panels
+ * side by side, slice pc at copy + pc ncols (ncols: n rounded up to NR), in the layout above.
+ *
  * The micro-kernel holds the 12 x 32 tile of C in 24 zmm accumulators; per step p it loads
  * 32 values of B (2 zmm), broadcasts 12 of A from memory and issues 24 FMAs. It runs at the
  * core's FMA peak from L1 (~170 GFLOP/s, Emerald Rapids, one core), and the product at ~99 % of
@@ -80,6 +87,8 @@ enum {
     NC = 256,          /* columns of packed B swept per A block: 512 KiB of L2 */
     NCO = 4096,        /* columns of B packed per pass: bounds the buffer to 8 MiB */
     COL_MODE_ROWS = 384, /* up to this many rows, threads split the columns instead */
+    COPY_ROW_PANELS = 4, /* from a packed copy of op(B), which row mode no longer packs nor waits
+                          * for: rows from 4 MR-row panels per thread (bench_gemm --packed-copy) */
 };
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -248,12 +257,12 @@ static void thread_rows(bool trans_a, int64_t p0, int64_t p1, int64_t m, int64_t
 }
 
 static _Atomic bool packed_enabled = true; /* relaxed: a benchmark's switch, no ordering */
-static _Atomic int64_t column_rows = COL_MODE_ROWS; /* relaxed: as packed_enabled */
+static _Atomic int64_t column_rows = -1; /* a benchmark's bound, -1: the rule; relaxed as above */
 
 void qkv__gemm_packed_enable(bool on) { atomic_store_explicit(&packed_enabled, on, memory_order_relaxed); }
 
-int64_t qkv__gemm_packed_column_rows(int64_t rows) {
-    return atomic_exchange_explicit(&column_rows, rows < 0 ? COL_MODE_ROWS : rows, memory_order_relaxed);
+void qkv__gemm_packed_column_rows(int64_t rows) {
+    atomic_store_explicit(&column_rows, rows < 0 ? -1 : rows, memory_order_relaxed);
 }
 
 /* CPUs with AVX-512F. Measured on Intel Emerald Rapids (BENCHMARKS.md, "Session 12") and AMD Zen 4
@@ -289,20 +298,24 @@ static bool claim_rows(_Atomic int64_t *claimed, int64_t base, int64_t panels, i
 }
 
 /* Column mode, for few rows: the thread's columns [j0, j1) of C, NC at a time, against all m rows
- * of op(A), packed once per k slice by each thread (m <= COL_MODE_ROWS: at most 768 KiB). */
+ * of op(A), packed once per k slice by each thread (m <= COL_MODE_ROWS: at most 768 KiB). op(B)'s
+ * panels come from `copy` (a packed copy of all of op(B), ncols floats per k, written here first
+ * when fill) or, without one, are packed into bp. */
 static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, int64_t j1, int64_t k,
                            float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                            float beta, const float *bias, float *c, int64_t ldc, float *ap,
-                           float *bp) {
+                           float *bp, float *copy, int64_t ncols, bool fill) {
     for (int64_t pc = 0; pc < k; pc += KC) {
         const int64_t kc = min64(KC, k - pc);
         pack_a(trans_a, m, kc, trans_a ? a + pc * lda : a + pc, lda, ap);
         for (int64_t jc = j0; jc < j1; jc += NC) {
             const int64_t nc = min64(NC, j1 - jc);
-            pack_b(trans_b, kc, nc, trans_b ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, bp);
+            float *bs = copy ? copy + pc * ncols + jc * kc : bp;
+            if (!copy || fill)
+                pack_b(trans_b, kc, nc, trans_b ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, bs);
             for (int64_t ir = 0; ir < m; ir += MR)
                 for (int64_t jr = 0; jr < nc; jr += NR)
-                    micro_tile(kc, ap + ir * kc, bp + jr * kc, (int)min64(MR, m - ir),
+                    micro_tile(kc, ap + ir * kc, bs + jr * kc, (int)min64(MR, m - ir),
                                (int)min64(NR, nc - jr), alpha, pc == 0 ? beta : 1,
                                pc == 0 && bias ? bias + jc + jr : NULL, c + ir * ldc + jc + jr,
                                ldc);
@@ -310,10 +323,26 @@ static void thread_columns(bool trans_a, bool trans_b, int64_t m, int64_t j0, in
     }
 }
 
-/* qkv__gemm_packed, and qkv__gemm_packed_bias with beta = 0 and a bias (else NULL). */
+/* Row mode from a packed copy of op(B) (no packing of B, no barrier): chunks of A's MR-row panels
+ * claimed as in row mode, each chunk taken through every k slice in order by the thread that
+ * claimed it. */
+static void thread_rows_from_copy(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                                  const float *a, int64_t lda, const float *copy, int64_t ncols,
+                                  float beta, const float *bias, float *c, int64_t ldc, float *ap,
+                                  _Atomic int64_t *claimed, int team) {
+    const int64_t panels = (m + MR - 1) / MR;
+    for (int64_t p0, p1; claim_rows(claimed, 0, panels, team, &p0, &p1);)
+        for (int64_t pc = 0; pc < k; pc += KC)
+            thread_rows(trans_a, p0, p1, m, n, min64(KC, k - pc), alpha, a, lda, pc,
+                        copy + pc * ncols, pc == 0 ? beta : 1, pc == 0 ? bias : NULL, c, ldc, ap);
+}
+
+/* qkv__gemm_packed, and qkv__gemm_packed_bias with beta = 0 and a bias (else NULL); with `copy`,
+ * op(B)'s panels come from that packed copy of all of it (qkv__gemm_packed_copy_floats(n, k)
+ * floats), written first when fill. */
 static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                   const float *bias, float *c, int64_t ldc) {
+                   const float *bias, float *c, int64_t ldc, float *copy, bool fill) {
     if (m <= 0 || n <= 0 || k <= 0 || alpha == 0) return false; /* the caller's BLAS semantics */
     int threads = 1;
 #ifdef QKV_WITH_OPENMP
@@ -321,9 +350,12 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 #endif
     const int64_t panels = (m + MR - 1) / MR; /* of A's rows */
     const int64_t b_panels = (min64(n, NCO) + NR - 1) / NR, n_panels = (n + NR - 1) / NR;
-    const bool by_columns = m <= atomic_load_explicit(&column_rows, memory_order_relaxed) && n_panels >= threads;
-    const int64_t per_thread = by_columns ? panels * MR * KC + NC * KC : MC_MAX * KC;
-    float *buf = buffer_get((size_t)((by_columns ? 0 : b_panels * NR * KC) + threads * per_thread));
+    const int64_t forced = atomic_load_explicit(&column_rows, memory_order_relaxed);
+    const bool by_columns = (forced >= 0 ? m <= forced : copy ? panels < COPY_ROW_PANELS * threads : m <= COL_MODE_ROWS) &&
+                            n_panels >= threads;
+    const int64_t ncols = n_panels * NR; /* a k row of the copy */
+    const int64_t per_thread = by_columns ? panels * MR * KC + (copy ? 0 : NC * KC) : MC_MAX * KC;
+    float *buf = buffer_get((size_t)((by_columns || copy ? 0 : b_panels * NR * KC) + threads * per_thread));
     if (!buf) return false;
     _Atomic int64_t claimed = 0; /* row mode: the MR-row panels taken so far, over all slices */
 #ifdef QKV_WITH_OPENMP
@@ -338,9 +370,23 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
         if (by_columns) { /* NR-column panels of C split evenly over the threads */
             float *ap = buf + tid * per_thread;
             const int64_t j0 = n_panels * tid / team * NR, j1 = min64(n, n_panels * (tid + 1) / team * NR);
-            if (j0 < j1)
+            if (j0 < j1) /* filling a copy: this thread's panels of it, which only it reads */
                 thread_columns(trans_a, trans_b, m, j0, j1, k, alpha, a, lda, b, ldb, beta, bias, c,
-                               ldc, ap, ap + panels * MR * KC);
+                               ldc, ap, copy ? NULL : ap + panels * MR * KC, copy, ncols, fill);
+        } else if (copy) { /* row mode from the copy: filled by all (a barrier), then no waits */
+            if (fill) {
+                const int64_t q0 = n_panels * tid / team, q1 = n_panels * (tid + 1) / team, j = q0 * NR;
+                for (int64_t pc = 0; q0 < q1 && pc < k; pc += KC) {
+                    const int64_t kc = min64(KC, k - pc);
+                    pack_b(trans_b, kc, min64((q1 - q0) * NR, n - j), trans_b ? b + j * ldb + pc : b + pc * ldb + j,
+                           ldb, copy + pc * ncols + j * kc);
+                }
+#ifdef QKV_WITH_OPENMP
+#pragma omp barrier
+#endif
+            }
+            thread_rows_from_copy(trans_a, m, n, k, alpha, a, lda, copy, ncols, beta, bias, c, ldc,
+                                  buf + tid * per_thread, &claimed, team);
         } else { /* MR-row panels of C claimed in shrinking chunks, packed B shared */
             float *bp = buf, *ap = buf + b_panels * NR * KC + tid * per_thread;
             int64_t base = 0; /* `claimed` at the start of this slice */
@@ -375,20 +421,27 @@ static bool packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 bool qkv__gemm_packed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                       float *c, int64_t ldc) {
-    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc, NULL, false);
 }
 
 bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                            const float *a, int64_t lda, const float *b, int64_t ldb,
                            const float *bias, float *c, int64_t ldc) {
-    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc);
+    return packed(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, 0, bias, c, ldc, NULL, false);
+}
+
+size_t qkv__gemm_packed_copy_floats(int64_t n, int64_t k) {
+    return (size_t)((n + NR - 1) / NR) * NR * (size_t)k;
+}
+
+bool qkv__gemm_packed_nt_copy(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx,
+                              const float *w, int64_t ldw, float *copy, bool fill,
+                              const float *bias, float *y, int64_t ldy) {
+    return packed(false, true, m, n, k, 1, x, ldx, w, ldw, 0, bias, y, ldy, copy, fill);
 }
 #else
 void qkv__gemm_packed_enable(bool on) { (void)on; }
-int64_t qkv__gemm_packed_column_rows(int64_t rows) {
-    (void)rows;
-    return 0;
-}
+void qkv__gemm_packed_column_rows(int64_t rows) { (void)rows; }
 bool qkv__gemm_packed_available(void) { return false; }
 bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
     (void)m, (void)n, (void)k;
@@ -405,6 +458,17 @@ bool qkv__gemm_packed_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            const float *bias, float *c, int64_t ldc) {
     (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda,
         (void)b, (void)ldb, (void)bias, (void)c, (void)ldc;
+    return false;
+}
+size_t qkv__gemm_packed_copy_floats(int64_t n, int64_t k) {
+    (void)n, (void)k;
+    return 0;
+}
+bool qkv__gemm_packed_nt_copy(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx,
+                              const float *w, int64_t ldw, float *copy, bool fill,
+                              const float *bias, float *y, int64_t ldy) {
+    (void)m, (void)n, (void)k, (void)x, (void)ldx, (void)w, (void)ldw, (void)copy, (void)fill,
+        (void)bias, (void)y, (void)ldy;
     return false;
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * gemm_panels.c: y = x W^T (+ b) for the 8-96 rows of a decoding step from a copy of the weight W
  * (n, k) repacked for them, with exactly the bits of the small-M kernel on 16 lanes
- * (gemm_small_m.c), which it replaces there; and the per-session store of those copies.
+ * (gemm_small_m.c), which it replaces there. A decoding session keeps the copies
+ * (weight_copies.c).
  *
  * Why: at M = 16 a decoding step's products stream every weight from memory once, and the small
  * kernel, which reads W in place (a 4 x 6 block of x rows and W rows, 10 vector loads per 24 FMAs,
@@ -31,34 +32,11 @@
  * Session 14 measured panels in the packed GEMM's order (one sum per element over k) and did not
  * keep them: they would have moved the decoding step's products into another bits class
  * (docs/design.md). The residue order keeps the class.
- *
- * The store (qkv__panels): a decoding session's copies, one per weight met, keyed by the weight's
- * address and shape (qkv__linear_compute offers parameters only, whose memory stays put; an
- * arena tensor's address may hold another tensor at the next step), each filled at its first
- * product after qkv__panels_invalidate. The session
- * invalidates at every batch (qkv_session_encode, qkv_session_start): the weights may change
- * between batches (a training loop's evaluations), never during one. Copies of 2 MiB or more get
- * transparent huge pages (core/hugepages.c): they are written whole at once, and read as streams.
  */
 #include "../core/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-struct panel_copy {
-    const qkv_real *w; /* the weight it copies (its address and shape are the key) */
-    int64_t n, k;
-    float *panels; /* qkv__panels_floats(n, k) */
-    size_t bytes;
-    bool filled; /* since the last invalidation */
-};
-
-struct qkv__panels {
-    struct panel_copy *copies;
-    int64_t count, cap;
-    float *at; /* x transposed, residue-major: ceil(m / 16) 16 k floats */
-    size_t at_floats;
-};
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
 #include <immintrin.h>
@@ -248,87 +226,4 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
 
 size_t qkv__panels_floats(int64_t n, int64_t k) {
     return (size_t)((n + 15) / 16) * 16 * (size_t)k;
-}
-
-qkv__panels *qkv__panels_new(void) {
-    return calloc(1, sizeof(qkv__panels));
-}
-
-void qkv__panels_free(qkv__panels *p) {
-    if (!p) return;
-    for (int64_t i = 0; i < p->count; i++)
-        free(p->copies[i].panels);
-    free(p->copies);
-    free(p->at);
-    free(p);
-}
-
-void qkv__panels_invalidate(qkv__panels *p) {
-    for (int64_t i = 0; p && i < p->count; i++)
-        p->copies[i].filled = false;
-}
-
-size_t qkv__panels_bytes(const qkv__panels *p) {
-    size_t bytes = 0;
-    for (int64_t i = 0; p && i < p->count; i++)
-        bytes += p->copies[i].bytes;
-    return bytes;
-}
-
-#ifndef QKV_DOUBLE
-/* 64-byte aligned memory for `floats` floats; 2 MiB aligned with huge pages asked for from 2 MiB
- * on. NULL when out of memory. */
-static float *copy_alloc(size_t floats, size_t *bytes) {
-    const size_t huge = (size_t)2 << 20;
-    *bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
-    if (*bytes < huge) return aligned_alloc(64, *bytes);
-    *bytes = (*bytes + huge - 1) & ~(huge - 1);
-    float *f = aligned_alloc(huge, *bytes);
-    qkv__advise_huge_pages(f, *bytes);
-    return f;
-}
-
-/* The copy of w (n, k), a new (unfilled) one when there is none; NULL when out of memory. */
-static struct panel_copy *copy_of(qkv__panels *p, const qkv_real *w, int64_t n, int64_t k) {
-    for (int64_t i = 0; i < p->count; i++)
-        if (p->copies[i].w == w && p->copies[i].n == n && p->copies[i].k == k) return &p->copies[i];
-    if (p->count == p->cap) {
-        const int64_t cap = p->cap ? 2 * p->cap : 64;
-        struct panel_copy *grown = realloc(p->copies, sizeof *grown * (size_t)cap);
-        if (!grown) return NULL;
-        p->copies = grown;
-        p->cap = cap;
-    }
-    struct panel_copy *c = &p->copies[p->count];
-    *c = (struct panel_copy){w, n, k, NULL, 0, false};
-    if (!(c->panels = copy_alloc(qkv__panels_floats(n, k), &c->bytes))) return NULL;
-    p->count++;
-    return c;
-}
-
-#endif
-
-bool qkv__panels_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, const qkv_real *x,
-                        const qkv_real *w, const qkv_real *bias, qkv_real *y) {
-#ifdef QKV_DOUBLE
-    (void)p, (void)m, (void)n, (void)k, (void)x, (void)w, (void)bias, (void)y;
-    return false;
-#else
-    if (!p || m < QKV_PANELS_MIN_ROWS || n * k * (int64_t)sizeof(float) < QKV_PANELS_MIN_BYTES ||
-        !qkv__gemm_uses_small_m(false, true, m, n, k) || !qkv__gemm_panels_available())
-        return false;
-    const size_t at_floats = (size_t)((m + 15) / 16) * 16 * (size_t)k;
-    if (p->at_floats < at_floats) {
-        float *at = aligned_alloc(64, at_floats * sizeof(float));
-        if (!at) return false;
-        free(p->at);
-        p->at = at;
-        p->at_floats = at_floats;
-    }
-    struct panel_copy *c = copy_of(p, w, n, k);
-    if (!c) return false;
-    qkv__gemm_panels(m, n, k, x, w, c->panels, !c->filled, bias, y, p->at);
-    c->filled = true;
-    return true;
-#endif
 }

@@ -17,6 +17,10 @@
  * - The bias in the epilogue (qkv__gemm_packed_bias, for qkv_linear's y = x W^T + b): bit for
  *   bit the result of the bias copied into C's rows and the product added with beta = 1, in both
  *   modes, with several slices, at 1-3 threads (qkv_linear itself: test_dense.c).
+ * - From a packed copy of W^T (qkv__gemm_packed_nt_copy, a decoding session's weight copies):
+ *   filled by one product and read by the next, in both split modes, at 1-3 threads (the copy
+ *   filled at one count and read at another), with and without a bias, n beyond one pass of
+ *   packed B: bit for bit qkv__gemm_packed(_bias), which packs W at every product.
  * - The routing rule (qkv__gemm_uses_packed) on its boundaries, and qkv_gemm takes it.
  * - The packing buffer of a thread that exits is freed (the leak checker of the sanitizer build
  *   would report it).
@@ -298,6 +302,45 @@ TEST(gemm_packed_row_and_column_splits_give_the_same_bits) {
         qkv__gemm_packed_column_rows(-1);
         free(a), free(b), free(want), free(got);
     }
+    qkv_set_num_threads(saved);
+#endif
+}
+
+TEST(gemm_packed_from_a_copy_has_the_bits_of_packing_each_product) {
+    NEED_KERNEL();
+#ifndef QKV_DOUBLE
+    /* (m, n, k): row and column mode as the rule gives them and forced, 1-3 slices, ragged edges,
+     * n past one 4096-column pass of row mode's packed B */
+    const int64_t shapes[][3] = {{450, 77, 1100}, {100, 300, 530}, {1030, 40, 70}, {40, 4200, 21}, {320, 1024, 256}};
+    const int saved = qkv_get_num_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int split = 0; split < 3; split++) { /* the rule, columns forced, rows forced */
+            const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], ldx = k + (int64_t)s % 2 * 3;
+            float *x = malloc(sizeof(float) * (size_t)(2 * m * ldx)), *w = malloc(sizeof(float) * (size_t)(n * k)),
+                  *bias = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(m * n)),
+                  *got = malloc(sizeof(float) * (size_t)(m * n));
+            const size_t floats = qkv__gemm_packed_copy_floats(n, k);
+            float *copy = aligned_alloc(64, (sizeof(float) * floats + 63) & ~(size_t)63);
+            tu_fill_uniform(x, 2 * m * ldx, -1, 1, 91 + s);
+            tu_fill_uniform(w, n * k, -1, 1, 92 + s);
+            tu_fill_uniform(bias, n, -1, 1, 93 + s);
+            if (split) qkv__gemm_packed_column_rows(split == 1 ? INT64_MAX : 0);
+            for (int use = 0; use < 4; use++) { /* the first fills the copy, the rest read it */
+                const int threads = 3 - use % 3;
+                const float *xu = x + (use % 2) * m * ldx, *b = use % 2 ? NULL : bias;
+                qkv_set_num_threads(threads);
+                const bool ran = b ? qkv__gemm_packed_bias(false, true, m, n, k, 1, xu, ldx, w, k, b, want, n)
+                                   : qkv__gemm_packed(false, true, m, n, k, 1, xu, ldx, w, k, 0, want, n);
+                memset(got, 0xff, sizeof(float) * (size_t)(m * n)); /* NaN until written */
+                const bool copied = qkv__gemm_packed_nt_copy(m, n, k, xu, ldx, w, k, copy, use == 0, b, got, n);
+                CHECK_MSG(ran && copied && memcmp(got, want, sizeof(float) * (size_t)(m * n)) == 0,
+                          "%lldx%lldx%lld (%s split, %d thread(s), %s, copy %s): bits differ from packing W",
+                          (long long)m, (long long)n, (long long)k, split == 0 ? "the rule's" : split == 1 ? "column" : "row",
+                          threads, b ? "bias" : "no bias", use == 0 ? "filled" : "read");
+            }
+            qkv__gemm_packed_column_rows(-1);
+            free(x), free(w), free(bias), free(want), free(got), free(copy);
+        }
     qkv_set_num_threads(saved);
 #endif
 }

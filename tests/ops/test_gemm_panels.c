@@ -9,9 +9,11 @@
  *   tail, k in whole blocks of 16, with a tail and below 16 (residues with no terms), on 1 and 2
  *   threads; from panels being filled (pack) and from filled ones.
  * - Only y's n columns are written (a sentinel past them, in a wider buffer, stays).
- * - The store (qkv__panels_linear): declines where the rule does not hold (rows below 8, above
- *   the small kernel's 96, a weight under 1 MiB), fills a copy once and multiplies from it, and
- *   after qkv__panels_invalidate refills it from the weight's new values.
+ * - The store (qkv__panels_linear, src/kernels/weight_copies.c): declines where the rule does
+ *   not hold (rows below 8, a weight under 1 MiB, a product neither the small kernel nor the
+ *   packed GEMM would take), fills a copy once and multiplies from it, and after
+ *   qkv__panels_invalidate refills it from the weight's new values; beyond the small kernel's 96
+ *   rows it multiplies from a copy for the packed GEMM, with that kernel's bits.
  * Skipped where the panels cannot run (double build, no AVX-512F); the store's tests also where
  * qkv_gemm never takes the small-M kernel (builds without BLAS).
  */
@@ -97,14 +99,14 @@ TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
     NEED_ROUTING();
 #ifndef QKV_DOUBLE
     const int64_t n = 512, k = 512; /* 1 MiB: the smallest weight the store takes */
-    float *w = mixed(n * k, 11), *x = mixed(96 * k, 12), *b = mixed(n, 13);
-    float *want = malloc(sizeof(float) * (size_t)(96 * n)),
-          *got = malloc(sizeof(float) * (size_t)(96 * n));
+    float *w = mixed(n * k, 11), *x = mixed(97 * k, 12), *b = mixed(n, 13);
+    float *want = malloc(sizeof(float) * (size_t)(97 * n)),
+          *got = malloc(sizeof(float) * (size_t)(97 * n));
     qkv__panels *p = qkv__panels_new();
     CHECK(p != NULL);
     CHECK(!qkv__panels_linear(p, 7, n, k, x, w, b, got));      /* fewer than 8 rows */
-    CHECK(!qkv__panels_linear(p, 97, n, k, x, w, b, got));     /* more than the small kernel's 96 */
     CHECK(!qkv__panels_linear(p, 16, n - 1, k, x, w, b, got)); /* under 1 MiB */
+    CHECK(!qkv__panels_linear(p, 31, 16, 16, x, w, b, got));   /* neither kernel's product */
     CHECK(qkv__panels_bytes(p) == 0);
     qkv__gemm_small_m_bias(16, n, k, 1, x, k, w, k, b, want, n);
     CHECK(qkv__panels_linear(p, 16, n, k, x, w, b, got));
@@ -123,6 +125,20 @@ TEST(panels_store_declines_fills_once_and_refills_after_invalidate) {
     CHECK_MSG(memcmp(want, got, sizeof(float) * (size_t)(16 * n)) == 0,
               "the copy was not refilled");
     CHECK(qkv__panels_bytes(p) == bytes);
+    if (qkv__gemm_uses_packed(97, n, k)) { /* 97 rows: the packed GEMM's product, from its copy */
+        for (int pass = 0; pass < 2; pass++) { /* filled, then read after the weight changed */
+            if (pass) {
+                for (int64_t i = 0; i < n * k; i++)
+                    w[i] = w[i] * 1.5f;
+                qkv__panels_invalidate(p);
+            }
+            CHECK(qkv__gemm_packed_bias(false, true, 97, n, k, 1, x, k, w, k, b, want, n));
+            CHECK(qkv__panels_linear(p, 97, n, k, x, w, b, got));
+            CHECK_MSG(memcmp(want, got, sizeof(float) * (size_t)(97 * n)) == 0,
+                      "97 rows, %s: not the packed GEMM's bits", pass ? "refilled" : "filled");
+            CHECK(qkv__panels_bytes(p) >= bytes + sizeof(float) * (size_t)(n * k));
+        }
+    }
     qkv__panels_free(p);
     free(w), free(x), free(b), free(want), free(got);
 #endif

@@ -83,40 +83,43 @@ void qkv__philox_blocks_c(uint64_t seed, uint64_t step, uint64_t stream, uint64_
  * words into single vpmuludq instructions: it emulates full 64 x 64-bit products, three
  * multiplications and a shift-add chain each. Here each product is one vpmuludq (_mm256_mul_epu32
  * multiplies the low 32 bits of each lane into 64): about 1.7x the C version's words per second,
- * where dropout's Philox words were ~4.5 % of a config-B training step (BENCHMARKS.md). */
+ * where dropout's Philox words were ~4.5 % of a config-B training step (BENCHMARKS.md). The rounds
+ * are unrolled and no lane is masked to 32 bits (see the AVX-512 version): 1.9x the rolled loop
+ * with masks on AMD Zen 4 (BENCHMARKS.md, "Session 20"). */
 __attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, uint64_t step, uint64_t stream,
                                                                 uint64_t first_block,
                                                                 uint32_t out[4 * QKV_PHILOX_LANES]) {
     enum { V = QKV_PHILOX_LANES / 4 };
-    const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
     const __m256i m0 = _mm256_set1_epi64x(PHILOX_M0), m1 = _mm256_set1_epi64x(PHILOX_M1);
     __m256i c0[V], c1[V], c2[V], c3[V];
+#pragma GCC unroll 4
     for (int v = 0; v < V; v++) {
         const __m256i b = _mm256_add_epi64(_mm256_set1_epi64x((long long)first_block),
                                            _mm256_set_epi64x(4 * v + 3, 4 * v + 2, 4 * v + 1, 4 * v));
-        c0[v] = _mm256_and_si256(b, low32);
+        c0[v] = b; /* only multiplied: its high half is never read (see the AVX-512 version) */
         c1[v] = _mm256_srli_epi64(b, 32);
         c2[v] = _mm256_set1_epi64x((uint32_t)stream);
         c3[v] = _mm256_set1_epi64x((uint32_t)step);
     }
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma GCC unroll 10
     for (int round = 0; round < 10; round++) {
         const __m256i key0 = _mm256_set1_epi64x(k0), key1 = _mm256_set1_epi64x(k1);
+#pragma GCC unroll 4
         for (int v = 0; v < V; v++) {
             const __m256i p0 = _mm256_mul_epu32(c0[v], m0), p1 = _mm256_mul_epu32(c2[v], m1);
-            const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[v]), key0);
-            const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3[v]), key1);
-            c1[v] = _mm256_and_si256(p1, low32);
-            c3[v] = _mm256_and_si256(p0, low32);
-            c0[v] = n0;
-            c2[v] = n2;
+            c0[v] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[v]), key0);
+            c2[v] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3[v]), key1);
+            c1[v] = p1; /* lo1 in the low half */
+            c3[v] = p0; /* lo0 */
         }
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
+#pragma GCC unroll 4
     for (int v = 0; v < V; v++) { /* lanes (w0 | w1 << 32, w2 | w3 << 32) of blocks 4v .. 4v + 3 */
-        const __m256i w01 = _mm256_or_si256(c0[v], _mm256_slli_epi64(c1[v], 32));
-        const __m256i w23 = _mm256_or_si256(c2[v], _mm256_slli_epi64(c3[v], 32));
+        const __m256i w01 = _mm256_blend_epi32(c0[v], _mm256_slli_epi64(c1[v], 32), 0xAA);
+        const __m256i w23 = _mm256_blend_epi32(c2[v], _mm256_slli_epi64(c3[v], 32), 0xAA);
         const __m256i even = _mm256_unpacklo_epi64(w01, w23); /* blocks 4v, 4v + 2 */
         const __m256i odd = _mm256_unpackhi_epi64(w01, w23);  /* blocks 4v + 1, 4v + 3 */
         _mm256_storeu_si256((__m256i *)(out + 16 * v), _mm256_permute2x128_si256(even, odd, 0x20));
@@ -124,36 +127,40 @@ __attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, ui
     }
 }
 
-/* The same on AVX-512F, 8 blocks per vector (~1.4x the AVX2 version's words per second inside a
- * config-B training step, where they were 4.7 % of it on Intel Emerald Rapids): the words of blocks 8v .. 8v + 7 leave in two
- * 16-word halves, blocks 8v + 0..3 then 8v + 4..7, each in the AVX2 version's order. */
+/* The same on AVX-512F, 8 blocks per vector, the rounds unrolled. No lane is masked to 32 bits:
+ * a multiplication (vpmuludq) reads only the low half of its lanes, and each round's new words
+ * take only the low half of the lanes they XOR in, so the high halves may hold anything until the
+ * words leave, low halves blended with shifted ones. Per round and vector two products, two
+ * shifts and two three-way XORs (vpternlog): 2.2x the rolled loop with masks on AMD Zen 4, 1.15x
+ * the AVX2 version (BENCHMARKS.md, "Session 20"). The words of blocks 8v .. 8v + 7 leave in two 16-word halves,
+ * blocks 8v + 0..3 then 8v + 4..7, each in the AVX2 version's order. */
 __attribute__((target("avx512f"))) static void philox_blocks_avx512(uint64_t seed, uint64_t step, uint64_t stream,
                                                                      uint64_t first_block,
                                                                      uint32_t out[4 * QKV_PHILOX_LANES]) {
     enum { V = QKV_PHILOX_LANES / 8 };
-    const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFF);
     const __m512i m0 = _mm512_set1_epi64(PHILOX_M0), m1 = _mm512_set1_epi64(PHILOX_M1);
     __m512i c0[V], c1[V], c2[V], c3[V];
+#pragma GCC unroll 2
     for (int v = 0; v < V; v++) {
         const __m512i b = _mm512_add_epi64(_mm512_set1_epi64((long long)first_block),
                                            _mm512_set_epi64(8 * v + 7, 8 * v + 6, 8 * v + 5, 8 * v + 4, 8 * v + 3,
                                                             8 * v + 2, 8 * v + 1, 8 * v));
-        c0[v] = _mm512_and_si512(b, low32);
+        c0[v] = b; /* only multiplied: its high half is never read */
         c1[v] = _mm512_srli_epi64(b, 32);
         c2[v] = _mm512_set1_epi64((uint32_t)stream);
         c3[v] = _mm512_set1_epi64((uint32_t)step);
     }
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma GCC unroll 10
     for (int round = 0; round < 10; round++) {
         const __m512i key0 = _mm512_set1_epi64(k0), key1 = _mm512_set1_epi64(k1);
+#pragma GCC unroll 2
         for (int v = 0; v < V; v++) {
             const __m512i p0 = _mm512_mul_epu32(c0[v], m0), p1 = _mm512_mul_epu32(c2[v], m1);
-            const __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p1, 32), c1[v]), key0);
-            const __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p0, 32), c3[v]), key1);
-            c1[v] = _mm512_and_si512(p1, low32);
-            c3[v] = _mm512_and_si512(p0, low32);
-            c0[v] = n0;
-            c2[v] = n2;
+            c0[v] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), c1[v], key0, 0x96); /* a ^ b ^ c */
+            c2[v] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), c3[v], key1, 0x96);
+            c1[v] = p1; /* lo1 in the low half */
+            c3[v] = p0; /* lo0 */
         }
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
@@ -161,9 +168,10 @@ __attribute__((target("avx512f"))) static void philox_blocks_avx512(uint64_t see
     /* lanes (w0 | w1 << 32, w2 | w3 << 32) of blocks 8v .. 8v + 7; block b's four words go to
      * out[4 (8v + b) ..]: interleave the two lane sets, then order the 128-bit pieces */
     const __m512i order = _mm512_set_epi64(7, 6, 3, 2, 5, 4, 1, 0);
+#pragma GCC unroll 2
     for (int v = 0; v < V; v++) {
-        const __m512i w01 = _mm512_or_si512(c0[v], _mm512_slli_epi64(c1[v], 32));
-        const __m512i w23 = _mm512_or_si512(c2[v], _mm512_slli_epi64(c3[v], 32));
+        const __m512i w01 = _mm512_mask_blend_epi32(0xAAAA, c0[v], _mm512_slli_epi64(c1[v], 32));
+        const __m512i w23 = _mm512_mask_blend_epi32(0xAAAA, c2[v], _mm512_slli_epi64(c3[v], 32));
         const __m512i even = _mm512_unpacklo_epi64(w01, w23); /* blocks 8v + 0, 2, 4, 6 */
         const __m512i odd = _mm512_unpackhi_epi64(w01, w23);  /* blocks 8v + 1, 3, 5, 7 */
         /* even = [b0 | b2 | b4 | b6], odd = [b1 | b3 | b5 | b7] (128-bit pieces) */

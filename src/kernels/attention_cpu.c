@@ -20,6 +20,7 @@
  * any thread count.
  */
 #include "attention.h"
+#include "rowreduce.h"
 
 #include <string.h>
 
@@ -264,6 +265,34 @@ static bool additive_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *q
 
 /* ---- normalisers ----------------------------------------------------------------------------- */
 
+/* Softmax in place on a row's band ar[lo, hi), tensor-masked keys already -inf: their maximum
+ * (a NaN score makes the row NaN where keys are allowed, 0 where masked, as the reference kernel
+ * does; no allowed key gives zero weights), then e^(x - max) by qkv__exp_r 16 wide, its sum in
+ * double lane partials, and x e / sum (rowreduce.h). Cloned per vector width: each width gives
+ * the same bits. The reference's scalar expf and running sum took ~7 ns an element here (a
+ * config-S training step's softmaxes ~9 ms, BENCHMARKS.md "Session 20"). */
+QKV_CLONES
+static void softmax_band(const qkv_mask_row *mr, qkv_real *ar, int64_t lo, int64_t hi) {
+    qkv_real *restrict x = ar + lo;
+    const int64_t n = hi - lo;
+    const qkv_real mx = qkv__row_max(x, n);
+    if (mx != mx) { /* NaN where allowed, 0 where masked: the reference's weights */
+        for (int64_t j = lo; j < hi; j++) {
+            const bool allowed = !(mr->padding || mr->allowed) || qkv__mask_row_key(mr, j);
+            ar[j] = allowed ? (qkv_real)NAN : 0;
+        }
+        return;
+    }
+    if (mx == -(qkv_real)INFINITY) { /* no allowed key: zero weights */
+        for (int64_t j = 0; j < n; j++)
+            x[j] = 0;
+        return;
+    }
+    qkv__row_exp_shift(x, mx, n);
+    const double inv = 1.0 / qkv__row_sum(x, n);
+    QKV_LANE_LOOP(j, n, x[j] = (qkv_real)(x[j] * inv););
+}
+
 static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_mask *m,
                           const qkv_real *e, qkv_real *a, qkv_real *z) {
     const int64_t H = d->H, T = d->T, S = d->S, R = d->B * H * T;
@@ -286,32 +315,9 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
             for (int64_t j = lo; j < hi; j++)
                 ar[j] = er[j];
         switch (norm) { /* in place on the band ar[lo, hi) */
-        case QKV_NORM_SOFTMAX: {
-            qkv_real mx = -INFINITY;
-            for (int64_t j = lo; j < hi; j++)
-                mx = ar[j] > mx || ar[j] != ar[j] ? ar[j] : mx; /* a NaN score: the row NaN */
-            if (mx != mx) { /* NaN where allowed, 0 where masked: the reference's weights */
-                for (int64_t j = lo; j < hi; j++) {
-                    const bool allowed = !(mr.padding || mr.allowed) || qkv__mask_row_key(&mr, j);
-                    ar[j] = allowed ? (qkv_real)NAN : 0;
-                }
-                break;
-            }
-            if (mx == -INFINITY) { /* no allowed key: zero weights */
-                for (int64_t j = lo; j < hi; j++)
-                    ar[j] = 0;
-                break;
-            }
-            double sum = 0;
-            for (int64_t j = lo; j < hi; j++) {
-                ar[j] = qkv__rexp(ar[j] - mx);
-                sum += ar[j];
-            }
-            const double inv = 1.0 / sum;
-            for (int64_t j = lo; j < hi; j++)
-                ar[j] = (qkv_real)(ar[j] * inv);
+        case QKV_NORM_SOFTMAX:
+            softmax_band(&mr, ar, lo, hi);
             break;
-        }
         case QKV_NORM_RELU:
             for (int64_t j = lo; j < hi; j++)
                 ar[j] = ar[j] > 0 ? ar[j] : 0;

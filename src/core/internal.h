@@ -214,6 +214,13 @@ bool qkv__refuse_grad(qkv_ctx *ctx, const char *op, int n, qkv_tensor *const *in
 /* Gradient buffer of t (allocated zeroed on first use; views alias their base's gradient).
  * NULL when t does not require a gradient. */
 qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t);
+/* The same for a backward that writes every element of t's gradient: when nothing has reached
+ * it yet (t not a view), the buffer comes unzeroed and *overwrite is true, and the caller must
+ * store its contribution (=) rather than add it (+=); otherwise as qkv__grad, *overwrite false.
+ * Saves zeroing a buffer and reading the zeros back (a config-S training step zeroed ~250 MB).
+ * The values are those of zeroing and adding, but for the sign of an exact zero (0 + -0 is +0):
+ * as in PyTorch, whose autograd keeps the first contribution as it is. */
+qkv_real *qkv__grad_into(qkv_ctx *ctx, qkv_tensor *t, bool *overwrite);
 
 /* qkv_params_add of "<prefix><name>" (modules register under their state_dict prefix). */
 qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const char *name, int ndim,

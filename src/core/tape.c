@@ -121,6 +121,20 @@ static void release_grad(qkv_ctx *ctx, qkv_tensor *t) {
     t->grad = NULL;
 }
 
+/* A fresh gradient buffer for t (not a view, none yet), zeroed or not; NULL when out of memory. */
+static qkv_real *new_grad(qkv_ctx *ctx, qkv_tensor *t, bool zero) {
+    size_t bytes = (size_t)qkv_tensor_numel(t) * sizeof(qkv_real);
+    void *g = take_spare_grad(ctx, bytes);
+    if (!g) g = qkv__arena_alloc(&ctx->arena, bytes);
+    if (!g) {
+        QKV_FAIL(ctx, QKV_ERR_OOM, "backward: out of memory for a gradient (%zu bytes)", bytes);
+        return NULL;
+    }
+    if (zero) qkv__zero_bytes(g, bytes);
+    t->grad = g;
+    return (qkv_real *)g;
+}
+
 qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
     if (!t || !(t->flags & QKV_REQUIRES_GRAD) || t->dtype != QKV_REAL) return NULL;
     if (t->grad) return (qkv_real *)t->grad;
@@ -130,16 +144,16 @@ qkv_real *qkv__grad(qkv_ctx *ctx, qkv_tensor *t) {
         t->grad = bg + t->offset;
         return (qkv_real *)t->grad;
     }
-    size_t bytes = (size_t)qkv_tensor_numel(t) * sizeof(qkv_real);
-    void *g = take_spare_grad(ctx, bytes);
-    if (!g) g = qkv__arena_alloc(&ctx->arena, bytes);
-    if (!g) {
-        QKV_FAIL(ctx, QKV_ERR_OOM, "backward: out of memory for a gradient (%zu bytes)", bytes);
-        return NULL;
-    }
-    qkv__zero_bytes(g, bytes);
-    t->grad = g;
-    return (qkv_real *)g;
+    return new_grad(ctx, t, true);
+}
+
+qkv_real *qkv__grad_into(qkv_ctx *ctx, qkv_tensor *t, bool *overwrite) {
+    *overwrite = false;
+    if (!t || !(t->flags & QKV_REQUIRES_GRAD) || t->dtype != QKV_REAL) return NULL;
+    if (t->grad || t->base) return qkv__grad(ctx, t);
+    qkv_real *g = new_grad(ctx, t, false);
+    *overwrite = g != NULL;
+    return g;
 }
 
 /* True when some gradient has reached t (directly or through a view of it). */

@@ -22,12 +22,12 @@ typedef struct qkv_norm_kernels {
     /* y (N, C); saves mean (N) when center (NULL otherwise) and rstd (N). w, b may be NULL. */
     void (*fwd)(bool center, int64_t N, int64_t C, double eps, const qkv_real *x, const qkv_real *w,
                 const qkv_real *b, qkv_real *y, double *mean, double *rstd);
-    /* dx (N, C), dw (C), db (C) accumulate (+=); any of them may be NULL. mean NULL: mu = 0.
-     * scratch: bwd_scratch(N, C) bytes (8-aligned) of work space for the dw / db partial sums
-     * (only read when dw or db is given). */
+    /* dx (N, C), dw (C), db (C) accumulate (+=), but dx is stored (=) when dx_overwrite; any of
+     * them may be NULL. mean NULL: mu = 0. scratch: bwd_scratch(N, C) bytes (8-aligned) of work
+     * space for the dw / db partial sums (only read when dw or db is given). */
     void (*bwd)(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_real *w,
                 const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
-                qkv_real *dw, qkv_real *db, double *scratch);
+                bool dx_overwrite, qkv_real *dw, qkv_real *db, double *scratch);
     size_t (*bwd_scratch)(int64_t N, int64_t C);
     /* Inference's residual sum and norm in one pass per row: f (N, C) = x + f, the sum rounded
      * to qkv_real as an add op rounds it, then y (N, C) = fwd of that sum, with fwd's bits; no

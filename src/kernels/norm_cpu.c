@@ -83,9 +83,10 @@ static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x
         fwd_rows(center, r, r + 1, C, eps, x, w, b, y, mean, rstd);
 }
 
-/* dx += rstd (g - mean_g - xhat mean_gx) over one row, g = dy [* w]. has_w is a constant at
- * each call site, so the branch on it leaves the vectorised loops. */
-QKV_ROW_INLINE void bwd_row(bool center, bool has_w, int64_t C, const qkv_real *restrict x,
+/* dx (+)= rstd (g - mean_g - xhat mean_gx) over one row, g = dy [* w] (= when overwrite). has_w
+ * and overwrite are constants at each call site, so the branches on them leave the vectorised
+ * loops. */
+QKV_ROW_INLINE void bwd_row(bool center, bool has_w, bool overwrite, int64_t C, const qkv_real *restrict x,
                             const qkv_real *restrict w, double mu, double rs,
                             const qkv_real *restrict dy, qkv_real *restrict dx) {
     double sg[QKV_LANES] = {0}, sgx[QKV_LANES] = {0}; /* lanes of sum g, sum g xhat */
@@ -105,7 +106,8 @@ QKV_ROW_INLINE void bwd_row(bool center, bool has_w, int64_t C, const qkv_real *
     const double mean_gx = qkv__lanes_total(sgx) / (double)C;
     QKV_LANE_LOOP(i, C, {
         const double g = (double)dy[i] * (has_w ? (double)w[i] : 1.0);
-        dx[i] += (qkv_real)(rs * (g - mean_g - (((double)x[i] - mu) * rs) * mean_gx));
+        const qkv_real d = (qkv_real)(rs * (g - mean_g - (((double)x[i] - mu) * rs) * mean_gx));
+        dx[i] = overwrite ? d : dx[i] + d;
     });
 }
 
@@ -127,14 +129,18 @@ static size_t bwd_scratch(int64_t N, int64_t C) {
 QKV_CLONES
 static void bwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, const qkv_real *x,
                      const qkv_real *w, const double *mean, const double *rstd, const qkv_real *dy,
-                     qkv_real *dx, double *sw, double *sb) {
+                     qkv_real *dx, bool dx_overwrite, double *sw, double *sb) {
     for (int64_t r = r0; r < r1; r++) {
         const double mu = mean ? mean[r] : 0, rs = rstd[r];
         const qkv_real *xr = x + r * C, *dyr = dy + r * C;
-        if (dx && w)
-            bwd_row(center, true, C, xr, w, mu, rs, dyr, dx + r * C);
+        if (dx && w && dx_overwrite)
+            bwd_row(center, true, true, C, xr, w, mu, rs, dyr, dx + r * C);
+        else if (dx && w)
+            bwd_row(center, true, false, C, xr, w, mu, rs, dyr, dx + r * C);
+        else if (dx && dx_overwrite)
+            bwd_row(center, false, true, C, xr, w, mu, rs, dyr, dx + r * C);
         else if (dx)
-            bwd_row(center, false, C, xr, w, mu, rs, dyr, dx + r * C);
+            bwd_row(center, false, false, C, xr, w, mu, rs, dyr, dx + r * C);
         if (sw) col_sums(C, xr, dyr, mu, rs, sw, sb);
     }
 }
@@ -144,7 +150,7 @@ static void bwd_rows(bool center, int64_t r0, int64_t r1, int64_t C, const qkv_r
  * every column in chunk order. */
 static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_real *w,
                 const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
-                qkv_real *dw, qkv_real *db, double *scratch) {
+                bool dx_overwrite, qkv_real *dw, qkv_real *db, double *scratch) {
     const bool params = dw || db;
     const int64_t chunks = (N + NORM_ROWS - 1) / NORM_ROWS;
 #ifdef QKV_WITH_OPENMP
@@ -154,7 +160,7 @@ static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_
         double *sw = params ? scratch + ch * 2 * C : NULL, *sb = params ? sw + C : NULL;
         if (params) memset(sw, 0, sizeof(double) * 2 * (size_t)C);
         const int64_t r1 = (ch + 1) * NORM_ROWS < N ? (ch + 1) * NORM_ROWS : N;
-        bwd_rows(center, ch * NORM_ROWS, r1, C, x, w, mean, rstd, dy, dx, sw, sb);
+        bwd_rows(center, ch * NORM_ROWS, r1, C, x, w, mean, rstd, dy, dx, dx_overwrite, sw, sb);
     }
     if (!params) return;
     const int64_t blocks = (C + NORM_COLS - 1) / NORM_COLS;

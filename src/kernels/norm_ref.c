@@ -31,7 +31,7 @@ static void fwd(bool center, int64_t N, int64_t C, double eps, const qkv_real *x
 
 static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_real *w,
                 const double *mean, const double *rstd, const qkv_real *dy, qkv_real *dx,
-                qkv_real *dw, qkv_real *db, double *scratch) {
+                bool dx_overwrite, qkv_real *dw, qkv_real *db, double *scratch) {
     (void)scratch;
     if (dx)
         for (int64_t r = 0; r < N; r++) {
@@ -46,7 +46,8 @@ static void bwd(bool center, int64_t N, int64_t C, const qkv_real *x, const qkv_
             for (int64_t c = 0; c < C; c++) {
                 double g = (double)dy[r * C + c] * (w ? w[c] : 1);
                 double xhat = ((double)x[r * C + c] - mu) * rs;
-                dx[r * C + c] += (qkv_real)(rs * (g - mean_g - xhat * mean_gx));
+                const qkv_real d = (qkv_real)(rs * (g - mean_g - xhat * mean_gx));
+                dx[r * C + c] = dx_overwrite ? d : dx[r * C + c] + d;
             }
         }
     for (int64_t c = 0; c < C; c++) {

@@ -65,8 +65,9 @@ static void bias_rows(int64_t N, int64_t O, const qkv_real *b, qkv_real *y) {
 void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy) {
     const int64_t N = qkv__rows(x), I = qkv__last(x), O = w->shape[0];
     gemm_fn gemm = pick_gemm(ctx);
-    qkv_real *dx = qkv__grad(ctx, x);
-    if (dx) gemm(false, false, N, I, O, 1, dy, O, qkv__data(w), I, 1, dx, I); /* (N,O)(O,I) */
+    bool fresh;
+    qkv_real *dx = qkv__grad_into(ctx, x, &fresh);
+    if (dx) gemm(false, false, N, I, O, 1, dy, O, qkv__data(w), I, fresh ? 0 : 1, dx, I); /* (N,O)(O,I) */
     qkv_real *dw = qkv__grad(ctx, w);
     if (dw) gemm(true, false, O, I, N, 1, dy, O, qkv__data(x), I, 1, dw, I); /* (O,N)(N,I) */
     qkv_real *db = qkv__grad(ctx, b);

@@ -145,16 +145,17 @@ static void save_dropout(qkv_tape_entry *e, const qkv_ctx *ctx, double p, uint64
     e->i[2] = (int64_t)stream;
 }
 
-/* dx += keep dy / (1 - p) with the mask saved by save_dropout. */
-static void replay_dropout(qkv_ctx *ctx, const qkv_tape_entry *e, const qkv_real *dy, qkv_real *dx) {
+/* dx (+)= keep dy / (1 - p) with the mask saved by save_dropout (= where overwrite). */
+static void replay_dropout(qkv_ctx *ctx, const qkv_tape_entry *e, const qkv_real *dy, qkv_real *dx, bool overwrite) {
     qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
-                                              (uint64_t)e->i[2], false, dy, dx, true);
+                                              (uint64_t)e->i[2], false, dy, dx, !overwrite);
 }
 
 static void dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
-    qkv_real *dx = qkv__grad(ctx, e->in[0]);
+    bool fresh;
+    qkv_real *dx = qkv__grad_into(ctx, e->in[0], &fresh);
     if (!dx) return;
-    replay_dropout(ctx, e, (const qkv_real *)e->out->grad, dx);
+    replay_dropout(ctx, e, (const qkv_real *)e->out->grad, dx, fresh);
 }
 
 static const qkv_op_desc dropout_op = {"dropout", dropout_backward};
@@ -211,14 +212,15 @@ qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
 
 /* y = x + dropout(f, p): a residual connection around a dropped-out sub-layer output, with the
  * bits of qkv_add(x, qkv_dropout(f, p)) (same random stream) but without keeping dropout(f).
- * Backward: dx += dy, df += keep dy / (1 - p) with the mask regenerated from the stream. */
+ * Backward: dx += dy, df += keep dy / (1 - p) with the mask regenerated from the stream (each
+ * stored rather than added where nothing else has reached that gradient yet). */
 static void add_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const int64_t n = qkv_tensor_numel(e->out);
     const qkv_real *dy = (const qkv_real *)e->out->grad;
-    qkv_real *dx = qkv__grad(ctx, e->in[0]), *df = qkv__grad(ctx, e->in[1]);
-    if (dx) qkv_elementwise_kernels_for(ctx)->scale(n, 1, dy, dx, true);
-    if (df)
-        replay_dropout(ctx, e, dy, df);
+    bool x_fresh, f_fresh;
+    qkv_real *dx = qkv__grad_into(ctx, e->in[0], &x_fresh), *df = qkv__grad_into(ctx, e->in[1], &f_fresh);
+    if (dx) qkv_elementwise_kernels_for(ctx)->scale(n, 1, dy, dx, !x_fresh);
+    if (df) replay_dropout(ctx, e, dy, df, f_fresh);
 }
 
 static const qkv_op_desc add_dropout_op = {"add_dropout", add_dropout_backward};

@@ -22,7 +22,8 @@
 static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;
     const bool center = e->i[0] != 0;
-    qkv_real *dx = qkv__grad(ctx, x), *dw = qkv__grad(ctx, w), *db = qkv__grad(ctx, b);
+    bool fresh;
+    qkv_real *dx = qkv__grad_into(ctx, x, &fresh), *dw = qkv__grad(ctx, w), *db = qkv__grad(ctx, b);
     if (ctx->status || (!dx && !dw && !db)) return;
     const qkv_norm_kernels *k = qkv_norm_kernels_for(ctx);
     const int64_t N = qkv__rows(x), C = qkv__last(x);
@@ -31,7 +32,7 @@ static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     if (ctx->status) return;
     k->bwd(center, N, C, qkv__data(x), w ? qkv__data(w) : NULL,
            center ? (const double *)e->saved[0]->data : NULL, (const double *)e->saved[1]->data,
-           (const qkv_real *)e->out->grad, dx, dw, db, scratch);
+           (const qkv_real *)e->out->grad, dx, fresh, dw, db, scratch);
 }
 
 static const qkv_op_desc layernorm_op = {"layernorm", norm_backward};

@@ -294,3 +294,74 @@ TEST(zero_bytes_clears_exactly_the_range) {
     }
     qkv_set_num_threads(saved);
 }
+
+/* Gradients stored by their first contribution (qkv__grad_into: linear's dx, layernorm's dx,
+ * add_dropout's dx and df, dropout's dx): u has three consumers, a linear, a layernorm and an
+ * add_dropout, recorded in both orders so that each kind of backward is the first to reach u's
+ * gradient (and stores) or a later one (and adds). In a poisoned arena, where every fresh buffer
+ * is NaN, the result must be the closed form: du = colsum(W) (the linear, W integer-valued so the
+ * sums are exact) + 1 (the residual path of add_dropout) + g_ln (the layernorm's gradient alone,
+ * from a context of its own), and df the dropout mask's 0 or 1 / (1 - p). */
+static void grad_into_case(bool linear_last, const qkv_real *xv, const qkv_real *wv, const qkv_real *g_ln) {
+    enum { N = 6, C = 8, O = 5 };
+    qkv_ctx_params p = qkv_ctx_default_params();
+    p.kernels = qkv_test_kernels;
+    p.seed = 99;
+    p.poison = true;
+    qkv_ctx *ctx = NULL;
+    CHECK_OK(qkv_ctx_new(&p, &ctx));
+    if (!ctx) return;
+    qkv_ctx_set_training(ctx, true);
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){N, C}, xv);
+    qkv_tensor *f = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){N, C}, xv);
+    qkv_tensor *w = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){O, C}, wv);
+    qkv_tensor_requires_grad(x);
+    qkv_tensor_requires_grad(f);
+    qkv_tensor *u = qkv_scale(ctx, x, 1); /* an intermediate: its gradient is recycled */
+    qkv_tensor *lin = NULL, *ln = NULL, *res = NULL;
+    if (linear_last) {
+        res = qkv_add_dropout(ctx, u, f, 0.5);
+        ln = qkv_layernorm(ctx, u, NULL, NULL, 1e-5);
+        lin = qkv_linear(ctx, u, w, NULL);
+    } else {
+        lin = qkv_linear(ctx, u, w, NULL);
+        ln = qkv_layernorm(ctx, u, NULL, NULL, 1e-5);
+        res = qkv_add_dropout(ctx, u, f, 0.5);
+    }
+    qkv_tensor *loss = qkv_add(ctx, qkv_add(ctx, qkv_sum(ctx, lin), qkv_sum(ctx, ln)), qkv_sum(ctx, res));
+    CHECK_OK(qkv_backward(ctx, loss));
+    const qkv_real *dx = x->grad, *df = f->grad;
+    int64_t bad = -1, kept = 0, odd_df = 0;
+    for (int64_t i = 0; dx && i < N * C; i++) {
+        qkv_real colsum = 0;
+        for (int o = 0; o < O; o++) colsum += wv[o * C + i % C];
+        const double want = (double)colsum + 1 + (double)g_ln[i];
+        if (!(fabs((double)dx[i] - want) <= 1e-5 * (1 + fabs(want))) && bad < 0) bad = i;
+    }
+    for (int64_t i = 0; df && i < N * C; i++) {
+        kept += df[i] == 2;
+        odd_df += df[i] != 0 && df[i] != 2;
+    }
+    CHECK_MSG(dx && bad < 0, "linear %s: dx[%lld] = %g", linear_last ? "last" : "first", (long long)bad,
+              dx && bad >= 0 ? (double)dx[bad] : 0.0);
+    CHECK_MSG(df && odd_df == 0 && kept > 4 && kept < N * C - 4, "df: %lld kept, %lld neither 0 nor 2",
+              (long long)kept, (long long)odd_df);
+    qkv_ctx_free(ctx);
+}
+
+TEST(gradients_stored_by_their_first_contribution_sum_every_later_one) {
+    enum { N = 6, C = 8, O = 5 };
+    qkv_real xv[N * C], wv[O * C];
+    tu_fill_uniform(xv, N * C, -2, 2, 5);
+    for (int i = 0; i < O * C; i++) wv[i] = (qkv_real)((i * 7) % 5 - 2);
+    /* the layernorm's gradient alone */
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (int64_t[]){N, C}, xv);
+    qkv_tensor_requires_grad(x);
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_layernorm(ctx, qkv_scale(ctx, x, 1), NULL, NULL, 1e-5))));
+    qkv_real g_ln[N * C];
+    memcpy(g_ln, x->grad, sizeof g_ln);
+    qkv_ctx_free(ctx);
+    grad_into_case(true, xv, wv, g_ln);
+    grad_into_case(false, xv, wv, g_ln);
+}

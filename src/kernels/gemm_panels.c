@@ -53,6 +53,7 @@ enum {
     NEAR = 24,  /* panel slots (64 bytes each) prefetched ahead into L1 .. */
     FAR = 192,  /* .. and into L2 (12 KiB): tried 8 / 128, 24 / 384, 48 / 256, 64 / 1024, all
                  * within 2 % at M = 16; 32 / 512 was 5-7 % slower */
+    AT_AHEAD = 16, /* x's slots (its transpose, 16 rows in a line) prefetched ahead into L1 */
 };
 
 static inline int64_t min64(int64_t a, int64_t b) {
@@ -128,6 +129,10 @@ group_panel(int mr, const int64_t off[17], const float *restrict at, const float
             }
             if (next_w)
                 _mm_prefetch((const char *)(next_w + (t & 15) * k + (t >> 4) * 16), _MM_HINT_T0);
+            /* x's line of slot t was last read one panel ago, with a panel's stream since: from
+             * k = 512 on, the two (64 k bytes each) overflow a 48 KiB L1, and every slot waited on
+             * the L2 for x (a prefetch never faults, past at's end either) */
+            _mm_prefetch((const char *)(at + (t + AT_AHEAD) * 16), _MM_HINT_T0);
             const float *xt = at + t * 16;
 #pragma GCC unroll 16
             for (int i = 0; i < GROUP; i++)

@@ -131,8 +131,9 @@ group_panel(int mr, const int64_t off[17], const float *restrict at, const float
                 _mm_prefetch((const char *)(next_w + (t & 15) * k + (t >> 4) * 16), _MM_HINT_T0);
             /* x's line of slot t was last read one panel ago, with a panel's stream since: from
              * k = 512 on, the two (64 k bytes each) overflow a 48 KiB L1, and every slot waited on
-             * the L2 for x (a prefetch never faults, past at's end either) */
-            _mm_prefetch((const char *)(at + (t + AT_AHEAD) * 16), _MM_HINT_T0);
+             * the L2 for x. Past at's end the address is an integer's (no pointer arithmetic
+             * outside an object), and a prefetch never faults. */
+            _mm_prefetch((const char *)((uintptr_t)(at + t * 16) + AT_AHEAD * 64), _MM_HINT_T0);
             const float *xt = at + t * 16;
 #pragma GCC unroll 16
             for (int i = 0; i < GROUP; i++)

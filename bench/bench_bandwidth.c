@@ -5,12 +5,13 @@
  *
  * Two loops over buffers of M MiB (default 100, about one config-B decoding step's fp32 weights,
  * far past the caches), each thread taking a contiguous slice:
- *   read: x ^= a[i] over uint64 words, an XOR reduction vectorised by `omp simd` in OpenMP
- *         builds (a 1 MiB buffer, in the L2, reads at 46 GB/s with 1 thread and 64 GB/s with 2,
- *         so past the caches the loop measures the memory),
- *         GB/s = M MiB / seconds. Until session 9 the loop was scalar and read no faster than ~17
- *         GB/s from the L2 either: the read figures of sessions 5 to 8 (11.6 GB/s) were the
- *         loop's limit, not the memory's (BENCHMARKS.md, "Session 9");
+ *   read: x ^= a[i] over uint64 words, four 64-byte lines a pass into four vector registers
+ *         (a loop compiled per vector width), GB/s = M MiB / seconds. Until session 9 the loop
+ *         was scalar and read no faster than ~17 GB/s from the L2 either: the read figures of
+ *         sessions 5 to 8 (11.6 GB/s) were the loop's limit, not the memory's (BENCHMARKS.md,
+ *         "Session 9"); until session 21 `omp simd` vectorised it in the baseline's SSE2, and on
+ *         two Emerald Rapids cores it read 128 MiB at 15.5-15.7 GB/s where this loop reads
+ *         27.0-27.8 in the same minutes ("Session 21");
  *   copy: b[i] = a[i] (read + write), GB/s = 2 M MiB / seconds.
  * Best of R repetitions (default 10) after one untimed pass that faults the pages in.
  * What it is for: the floor of memory-bound work (greedy decoding streams every weight once per
@@ -19,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
+#include "core/internal.h" /* QKV_CLONES */
 
 static const char ME[] = "bench_bandwidth"; /* the program in option messages */
 
@@ -32,12 +34,51 @@ static const char ME[] = "bench_bandwidth"; /* the program in option messages */
 #include <omp.h>
 #endif
 
+/* The XOR of a[0 .. n): four 64-byte lines a pass into four registers' worth of lanes (GCC's
+ * vector extension; one zmm each in the AVX-512 clone, two ymm or four xmm in the others), in a
+ * function compiled per vector width (QKV_CLONES: an OpenMP region's outlined body would get the
+ * baseline's SSE2). */
+#ifdef __GNUC__
+typedef uint64_t line64 __attribute__((vector_size(64)));
+QKV_CLONES static uint64_t read_slice(const uint64_t *a, int64_t n) {
+    line64 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0}, v;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        memcpy(&v, a + i, 64), x0 ^= v;
+        memcpy(&v, a + i + 8, 64), x1 ^= v;
+        memcpy(&v, a + i + 16, 64), x2 ^= v;
+        memcpy(&v, a + i + 24, 64), x3 ^= v;
+    }
+    x0 ^= x1 ^ x2 ^ x3;
+    uint64_t x = 0;
+    for (int l = 0; l < 8; l++) x ^= x0[l];
+    for (; i < n; i++) x ^= a[i];
+    return x;
+}
+#else
+static uint64_t read_slice(const uint64_t *a, int64_t n) { /* C11 without GNU's vectors */
+    uint64_t x[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) x[l] ^= a[i + l];
+    for (; i < n; i++) x[0] ^= a[i];
+    for (int l = 1; l < 8; l++) x[0] ^= x[l];
+    return x[0];
+}
+#endif
+
 static uint64_t read_xor(const uint64_t *a, int64_t n) {
     uint64_t x = 0;
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for simd schedule(static) reduction(^ : x)
+#pragma omp parallel reduction(^ : x)
+    {
+        const int64_t team = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t i0 = n * id / team, i1 = n * (id + 1) / team;
+        x ^= read_slice(a + i0, i1 - i0);
+    }
+#else
+    x = read_slice(a, n);
 #endif
-    for (int64_t i = 0; i < n; i++) x ^= a[i];
     return x;
 }
 

@@ -89,7 +89,7 @@ enum {
     COL_MODE_ROWS = 384, /* up to this many rows, threads split the columns instead */
     COPY_ROW_PANELS = 4, /* from a packed copy of op(B), which row mode no longer packs nor waits
                           * for: rows from 4 MR-row panels per thread (bench_gemm --packed-copy) */
-    B_AHEAD = 32,        /* steps of k whose B panel lines (4 KiB on) are prefetched into L1 */
+    B_AHEAD = 32,        /* steps of k (4 KiB of B's panel) prefetched ahead into L1 */
 };
 
 static inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -117,7 +117,7 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
         }
     for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
         /* B's micro-panel (64 KiB) streams from L2 at every tile while A's holds L1: fetched
-         * B_AHEAD steps early, 1.02-1.14x on config B's and S's products (Emerald Rapids, 2
+         * B_AHEAD steps early, 1.03-1.16x on config B's and S's products (Emerald Rapids, 2
          * threads, best of 5-6 alternating runs; BENCHMARKS.md "Session 21"). Near the last
          * panel's end the address lies past the buffer: computed as an integer (no pointer
          * arithmetic outside an object), and a prefetch never faults. */

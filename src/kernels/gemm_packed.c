@@ -73,6 +73,7 @@
 #include <pthread.h>
 
 #include "transpose16.h"
+#include "work_claim.h"
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif
@@ -288,22 +289,13 @@ bool qkv__gemm_uses_packed(int64_t m, int64_t n, int64_t k) {
 
 /* Row mode's share of a slice's MR-row panels [0, panels): the next chunk [*p0, *p1), false when
  * none is left. `claimed` counts the panels taken over all slices, so this slice's run from
- * `base` (the barrier after packing B orders the slices). Chunks shrink as the work does (half of
- * what is left per thread, at most one A block of MC_MAX rows, at least 2 panels), so a thread
- * slowed by another process leaves little for the others to wait on at the barrier, where equal
- * static shares left the faster thread waiting (libgomp's spin 5 % of a config-B step). Which thread
- * computes a row does not change its bits. */
+ * `base` (the barrier after packing B orders the slices). Chunks shrink as the work does
+ * (work_claim.h; at most one A block of MC_MAX rows), so a thread slowed by another process leaves
+ * little for the others to wait on at the barrier, where equal static shares left the faster
+ * thread waiting (libgomp's spin 5 % of a config-B step). Which thread computes a row does not
+ * change its bits. */
 static bool claim_rows(_Atomic int64_t *claimed, int64_t base, int64_t panels, int team, int64_t *p0, int64_t *p1) {
-    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), chunk;
-    do {
-        const int64_t left = base + panels - cur;
-        if (left <= 0) return false;
-        chunk = min64(left, min64(MC_MAX / MR, left / (2 * team) > 2 ? left / (2 * team) : 2));
-    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + chunk, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    *p0 = cur - base;
-    *p1 = cur - base + chunk;
-    return true;
+    return qkv__claim_chunk(claimed, base, panels, team, MC_MAX / MR, p0, p1);
 }
 
 /* Column mode, for few rows: the thread's columns [j0, j1) of C, NC at a time, against all m rows

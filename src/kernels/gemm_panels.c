@@ -42,6 +42,7 @@
 #include <immintrin.h>
 
 #include "transpose16.h"
+#include "work_claim.h"
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif
@@ -195,6 +196,7 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
     residue_offsets(k, off);
     const int64_t np = (n + 15) / 16, groups = (m + GROUP - 1) / GROUP, kblocks = (k + 15) / 16;
     const bool parallel = m * n * k > ((int64_t)1 << 18); /* the small kernel's threshold */
+    _Atomic int64_t claimed = 0; /* panels taken so far */
     (void)parallel;
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel if (parallel)
@@ -214,9 +216,13 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
 #ifdef QKV_WITH_OPENMP
 #pragma omp barrier
 #endif
-        /* (at is complete) each thread its run of panels, which changes no result: every element
-         * is one panel's sums */
-        panel_run(np * id / team, np * (id + 1) / team, m, n, k, off, at, w, panels, pack, bias, y);
+        /* (at is complete) the panels in shrinking chunks claimed by the threads (work_claim.h),
+         * which changes no result: every element is one panel's sums, and a panel is filled by
+         * the thread that claims it. Equal static shares left the faster thread waiting at the
+         * region's end whenever the host slowed the other: at M = 16 on config B's step weights,
+         * best / mean of 40 passes 4.49 / 5.30 -> 4.12 / 4.52 ms (BENCHMARKS.md "Session 22"). */
+        for (int64_t q0, q1; qkv__claim_chunk(&claimed, 0, np, (int)team, np, &q0, &q1);)
+            panel_run(q0, q1, m, n, k, off, at, w, panels, pack, bias, y);
     }
 }
 #else

@@ -220,7 +220,8 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
          * which changes no result: every element is one panel's sums, and a panel is filled by
          * the thread that claims it. Equal static shares left the faster thread waiting at the
          * region's end whenever the host slowed the other: at M = 16 on config B's step weights,
-         * best / mean of 40 passes 4.49 / 5.30 -> 4.12 / 4.52 ms (BENCHMARKS.md "Session 22"). */
+         * best of 40 passes 4.48-4.72 -> 4.10-4.13 ms, mean 5.20-5.40 -> 4.52-5.02 ms (four pairs;
+         * BENCHMARKS.md "Session 22"). */
         for (int64_t q0, q1; qkv__claim_chunk(&claimed, 0, np, (int)team, np, &q0, &q1);)
             panel_run(q0, q1, m, n, k, off, at, w, panels, pack, bias, y);
     }

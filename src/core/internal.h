@@ -302,8 +302,10 @@ bool qkv__panels_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, const q
                         const qkv_real *w, const qkv_real *bias, qkv_real *y);
 /* The kernel alone, for tests and benchmarks: the panels of W (n, k) (qkv__panels_floats(n, k)
  * floats, 64-byte aligned) are filled from w first when pack is true, then y = x W^T (+ bias)
- * computed from them; at (ceil(m / 16) 16 k floats, 64-byte aligned) holds x transposed. */
+ * computed from them; at (qkv__panels_at_floats(m, k) floats, 64-byte aligned, sized under the
+ * thread count of the call) holds each thread's copy of x transposed. */
 size_t qkv__panels_floats(int64_t n, int64_t k);
+size_t qkv__panels_at_floats(int64_t m, int64_t k); /* omp_get_max_threads() ceil(m / 16) 16 k */
 bool qkv__gemm_panels_available(void); /* x86-64 with AVX-512F, the small kernel on 16 lanes */
 void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const float *w,
                       float *panels, bool pack, const float *bias, float *y, float *at);

@@ -26,8 +26,11 @@
  * FMAs on the same operands in the same order. The 16 partials of each row are kept, added in
  * the same tree lane-wise, and the bias added: the same bits for every m, n, k and thread count
  * (tests/ops/test_gemm_panels.c compares them with memcmp). x is transposed into the same
- * residue-major order (16 x 16 blocks in registers, transpose16.h) at every product; W when its
- * copy is filled, by the thread that then multiplies it, while the panel is still in its cache.
+ * residue-major order (16 x 16 blocks in registers, transpose16.h) at every product, by each
+ * thread into a copy of its own: no thread waits for another's half, and none reads the other
+ * core's lines of the transpose (a step's 37 products each paid for that barrier; BENCHMARKS.md
+ * "Session 23"); W when its copy is filled, by the thread that then multiplies it, while the
+ * panel is still in its cache.
  *
  * Session 14 measured panels in the packed GEMM's order (one sum per element over k) and did not
  * keep them: they would have moved the decoding step's products into another bits class
@@ -37,15 +40,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef QKV_WITH_OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
 #include <immintrin.h>
 
 #include "transpose16.h"
 #include "work_claim.h"
-#ifdef QKV_WITH_OPENMP
-#include <omp.h>
-#endif
 
 #define AVX512 __attribute__((target("avx512f")))
 
@@ -101,6 +104,22 @@ AVX512 static void pack_residue(int rows, int64_t k, int64_t b0, int64_t b1, con
     }
 }
 
+/* Slot t of a panel: acc[i] += x[i][slot t] (broadcast) * the panel's slot t, i < mr. */
+AVX512 __attribute__((always_inline)) static inline void
+slot_fmas(int mr, const float *restrict at, const float *restrict pan, int64_t t, __m512 acc[GROUP]) {
+    __m512 wv = _mm512_load_ps(pan + t * 16);
+    __asm__("" : "+v"(wv)); /* one load for the 16 FMAs, not one folded into each */
+    /* x's line of slot t was last read one panel ago, with a panel's stream since: from k = 512
+     * on, the two (64 k bytes each) overflow a 48 KiB L1, and every slot waited on the L2 for x.
+     * Past at's end the address is an integer's (no pointer arithmetic outside an object), and a
+     * prefetch never faults. */
+    _mm_prefetch((const char *)((uintptr_t)(at + t * 16) + AT_AHEAD * 64), _MM_HINT_T0);
+    const float *xt = at + t * 16;
+#pragma GCC unroll 16
+    for (int i = 0; i < GROUP; i++)
+        if (i < mr) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i]), wv, acc[i]);
+}
+
 /*
  * Rows i < mr of a group of x (at: its residue-major transpose, at[t][i]) against one panel:
  * per residue, the 16 accumulators over its slots, then the small kernel's tree over the residues,
@@ -116,30 +135,30 @@ group_panel(int mr, const int64_t off[17], const float *restrict at, const float
             const float *pf_end, const float *next_w, int64_t k, const float *bias, float *y,
             int64_t ldy, int nn) {
     __m512 part[8][GROUP]; /* residue l < 8's sums, then those plus residue l + 8's */
+    /* the slots whose line FAR ahead is still the run's (pf_end - pan: the run's slots left) */
+    const int64_t pf_slots = pf_end ? (int64_t)((pf_end - pan) / 16) - FAR : 0;
     for (int l = 0; l < 16; l++) {
         __m512 acc[GROUP];
 #pragma GCC unroll 16
         for (int i = 0; i < GROUP; i++)
             acc[i] = _mm512_setzero_ps();
-        for (int64_t t = off[l]; t < off[l + 1]; t++) {
-            __m512 wv = _mm512_load_ps(pan + t * 16);
-            __asm__("" : "+v"(wv)); /* one load for the 16 FMAs, not one folded into each */
-            if (pf_end && pan + (t + FAR) * 16 < pf_end) {
-                _mm_prefetch((const char *)(pan + (t + NEAR) * 16), _MM_HINT_T0);
-                _mm_prefetch((const char *)(pan + (t + FAR) * 16), _MM_HINT_T1);
-            }
-            if (next_w)
+        /* Three loops, so that no slot tests what it prefetches: the loops' tests and branches
+         * are issued beside the FMAs (a product in cache ~3 % faster without them, "Session 23") */
+        const int64_t t1 = off[l + 1];
+        int64_t t = off[l];
+        if (next_w) { /* filling: the next panel's rows of W, one of their k lines per slot */
+            for (; t < t1; t++) {
                 _mm_prefetch((const char *)(next_w + (t & 15) * k + (t >> 4) * 16), _MM_HINT_T0);
-            /* x's line of slot t was last read one panel ago, with a panel's stream since: from
-             * k = 512 on, the two (64 k bytes each) overflow a 48 KiB L1, and every slot waited on
-             * the L2 for x. Past at's end the address is an integer's (no pointer arithmetic
-             * outside an object), and a prefetch never faults. */
-            _mm_prefetch((const char *)((uintptr_t)(at + t * 16) + AT_AHEAD * 64), _MM_HINT_T0);
-            const float *xt = at + t * 16;
-#pragma GCC unroll 16
-            for (int i = 0; i < GROUP; i++)
-                if (i < mr) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i]), wv, acc[i]);
+                slot_fmas(mr, at, pan, t, acc);
+            }
         }
+        for (const int64_t tp = pf_slots < t1 ? pf_slots : t1; t < tp; t++) {
+            _mm_prefetch((const char *)(pan + (t + NEAR) * 16), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pan + (t + FAR) * 16), _MM_HINT_T1);
+            slot_fmas(mr, at, pan, t, acc);
+        }
+        for (; t < t1; t++)
+            slot_fmas(mr, at, pan, t, acc);
         if (l < 8) {
 #pragma GCC unroll 16
             for (int i = 0; i < GROUP; i++)
@@ -207,23 +226,19 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
 #else
         const int64_t team = 1, id = 0;
 #endif
-        /* x transposed, shared by the team: each thread a run of the (group, block) pairs */
-        const int64_t u0 = groups * kblocks * id / team, u1 = groups * kblocks * (id + 1) / team;
-        for (int64_t g = u0 / kblocks; g < groups && g * kblocks < u1; g++)
-            pack_residue((int)min64(GROUP, m - g * GROUP), k, max64(u0 - g * kblocks, 0),
-                         min64(u1 - g * kblocks, kblocks), x + g * GROUP * k, k, off,
-                         at + g * GROUP * k);
-#ifdef QKV_WITH_OPENMP
-#pragma omp barrier
-#endif
-        /* (at is complete) the panels in shrinking chunks claimed by the threads (work_claim.h),
-         * which changes no result: every element is one panel's sums, and a panel is filled by
-         * the thread that claims it. Equal static shares left the faster thread waiting at the
-         * region's end whenever the host slowed the other: at M = 16 on config B's step weights,
-         * best of 40 passes 4.48-4.72 -> 4.10-4.13 ms, mean 5.20-5.40 -> 4.52-5.02 ms (four pairs;
+        /* x transposed by each thread into its own copy (qkv__panels_at_floats) */
+        float *my_at = at + id * groups * GROUP * k;
+        for (int64_t g = 0; g < groups; g++)
+            pack_residue((int)min64(GROUP, m - g * GROUP), k, 0, kblocks, x + g * GROUP * k, k,
+                         off, my_at + g * GROUP * k);
+        /* the panels in shrinking chunks claimed by the threads (work_claim.h), which changes no
+         * result: every element is one panel's sums, and a panel is filled by the thread that
+         * claims it. Equal static shares left the faster thread waiting at the region's end
+         * whenever the host slowed the other: at M = 16 on config B's step weights, best of 40
+         * passes 4.48-4.72 -> 4.10-4.13 ms, mean 5.20-5.40 -> 4.52-5.02 ms (four pairs;
          * BENCHMARKS.md "Session 22"). */
         for (int64_t q0, q1; qkv__claim_chunk(&claimed, 0, np, (int)team, np, &q0, &q1);)
-            panel_run(q0, q1, m, n, k, off, at, w, panels, pack, bias, y);
+            panel_run(q0, q1, m, n, k, off, my_at, w, panels, pack, bias, y);
     }
 }
 #else
@@ -239,4 +254,13 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
 
 size_t qkv__panels_floats(int64_t n, int64_t k) {
     return (size_t)((n + 15) / 16) * 16 * (size_t)k;
+}
+
+size_t qkv__panels_at_floats(int64_t m, int64_t k) {
+#ifdef QKV_WITH_OPENMP
+    const size_t team = (size_t)omp_get_max_threads(); /* a region's team is never larger */
+#else
+    const size_t team = 1;
+#endif
+    return team * (size_t)((m + 15) / 16) * 16 * (size_t)k;
 }

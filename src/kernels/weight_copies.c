@@ -51,7 +51,7 @@ struct weight_copy {
 struct qkv__panels {
     struct weight_copy *copies;
     int64_t count, cap;
-    float *at; /* residue panels' x transposed, residue-major: ceil(m / 16) 16 k floats */
+    float *at; /* residue panels' x transposed, one copy per thread (qkv__panels_at_floats) */
     size_t at_floats;
 };
 
@@ -121,7 +121,7 @@ static bool residue_linear(qkv__panels *p, int64_t m, int64_t n, int64_t k, cons
     if (m < QKV_PANELS_MIN_ROWS || n * k * (int64_t)sizeof(float) < QKV_PANELS_MIN_BYTES ||
         !qkv__gemm_panels_available())
         return false;
-    const size_t at_floats = (size_t)((m + 15) / 16) * 16 * (size_t)k;
+    const size_t at_floats = qkv__panels_at_floats(m, k);
     if (p->at_floats < at_floats) {
         float *at = aligned_alloc(64, at_floats * sizeof(float));
         if (!at) return false;

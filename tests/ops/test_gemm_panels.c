@@ -46,9 +46,9 @@ static void bits_case(int64_t m, int64_t n, int64_t k, bool with_bias, int threa
           *b = with_bias ? mixed(n, 3) : NULL;
     float *want = malloc(sizeof(float) * (size_t)(m * n)),
           *got = malloc(sizeof(float) * (size_t)(m * n + 1));
-    float *panels = aligned_floats(qkv__panels_floats(n, k)),
-          *at = aligned_floats((size_t)((m + 15) / 16 * 16 * k));
     qkv_set_num_threads(threads);
+    float *panels = aligned_floats(qkv__panels_floats(n, k)),
+          *at = aligned_floats(qkv__panels_at_floats(m, k)); /* for this thread count */
     qkv__gemm_small_m_lanes(16);
     if (b)
         qkv__gemm_small_m_bias(m, n, k, 1, x, k, w, k, b, want, n);
@@ -86,7 +86,8 @@ TEST(panels_have_the_bits_of_the_small_m_kernel) {
     const int saved = qkv_get_num_threads();
     static const int64_t rows[] = {1, 3, 8, 13, 16, 17, 24, 40, 96};
     static const int64_t shapes[][2] = {{16, 16}, {37, 100}, {130, 9}, {512, 512}, {70, 1030}};
-    for (int threads = 1; threads <= 2; threads++)
+    for (int threads = 1; threads <= 3; threads++) /* 3: more threads than this machine's cores,
+                                                     * each with its copy of x transposed */
         for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
                 bits_case(rows[r], shapes[s][0], shapes[s][1], (r + s) % 2 == 0, threads);

@@ -416,7 +416,8 @@ static int decode_step(void) {
         macs_per_row += (double)(wn[i] * wk[i]);
     }
     qkv_real *a = aligned_alloc(64, sizeof(qkv_real) * MAX_M * 2048), *c = aligned_alloc(64, sizeof(qkv_real) * MAX_M * 8000);
-    float *at = aligned_alloc(64, sizeof(float) * qkv__panels_at_floats(MAX_M, 2048)); /* the panels' x transposed */
+    /* the panels' x transposed, one copy per thread */
+    float *at = aligned_alloc(64, sizeof(float) * qkv__panels_at_floats(MAX_M, 2048));
     if (!a || !c || !at) {
         fprintf(stderr, "bench_gemm: out of memory\n");
         for (int i = 0; i < N_W; i++) free(w[i]), free(panels[i]);

@@ -63,9 +63,6 @@ enum {
 static inline int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
-static inline int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
 
 bool qkv__gemm_panels_available(void) {
     return qkv__gemm_small_m_wide(); /* AVX-512F, and no test asked for 8 lanes */
@@ -263,5 +260,5 @@ size_t qkv__panels_at_floats(int64_t m, int64_t k) {
 #else
     const size_t team = 1;
 #endif
-    return team * (size_t)((m + 15) / 16) * 16 * (size_t)k;
+    return team * qkv__panels_floats(m, k); /* x's groups of 16 rows, as W's panels of 16 */
 }

@@ -99,6 +99,7 @@ qkv_tensor *qkv__session_forward(qkv_session *s, const int32_t *tokens, int32_t 
     } else {
         logits = forward_uncached(s, t0, T);
     }
+    logits = qkv__finite_output(ctx, "decode step", logits); /* (n, T, V) */
     if (qkv_ctx_status(ctx)) return NULL;
     s->t += T;
     return logits;

@@ -41,24 +41,57 @@ static int32_t max_distance(const qkv_mha_config *c) {
     return c->relpos_max_distance > 0 ? c->relpos_max_distance : (c->relpos == QKV_RELPOS_T5 ? 128 : 16);
 }
 
+/* The largest additive width, Shaw / T5 distance and T5 bucket count a configuration may ask for:
+ * far past any use, and small enough that the tables they size cannot overflow. */
+enum { MHA_MAX_ADDITIVE_DIM = 1 << 16, MHA_MAX_RELPOS = 100000 };
+/* Cosine scores lie in [-1, 1]: at scale 1e4 softmax is one-hot to float precision. */
+#define MHA_MAX_COS_SCALE 1e4
+
+qkv_status qkv__mha_config_check(const qkv_mha_config *cfg, const char *who) {
+#define BAD(...) QKV_ERROR(QKV_ERR_INVALID_ARG, __VA_ARGS__)
+    const int64_t C = cfg->d_model, H = cfg->n_heads;
+    if (C <= 0 || H <= 0 || C % H != 0)
+        return BAD("%s: d_model %lld is not a positive multiple of n_heads %lld", who, (long long)C, (long long)H);
+    if ((unsigned)cfg->score > QKV_SCORE_COSINE || (unsigned)cfg->norm > QKV_NORM_SIGMOID ||
+        (unsigned)cfg->relpos > QKV_RELPOS_ALIBI)
+        return BAD("%s: unknown score (%d), normaliser (%d) or relpos (%d)", who, (int)cfg->score, (int)cfg->norm,
+                   (int)cfg->relpos);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1)) return BAD("%s: dropout %g is not in [0, 1)", who, cfg->dropout);
+    if (cfg->score == QKV_SCORE_COSINE && !(cfg->cos_scale_init > 0 && cfg->cos_scale_init <= MHA_MAX_COS_SCALE))
+        return BAD("%s: cos_scale_init %g is not in (0, %g]", who, cfg->cos_scale_init, MHA_MAX_COS_SCALE);
+    if (cfg->additive_dim < 0 || cfg->additive_dim > MHA_MAX_ADDITIVE_DIM)
+        return BAD("%s: additive_dim %d is not in [0, %d] (0: the head size)", who, cfg->additive_dim,
+                   MHA_MAX_ADDITIVE_DIM);
+    if (cfg->relpos_max_distance < 0 || cfg->relpos_max_distance > MHA_MAX_RELPOS)
+        return BAD("%s: relpos_max_distance %d is not in [0, %d] (0: the default)", who, cfg->relpos_max_distance,
+                   MHA_MAX_RELPOS);
+    if (cfg->relpos_buckets < 1 || cfg->relpos_buckets > MHA_MAX_RELPOS)
+        return BAD("%s: relpos_buckets %d is not in [1, %d]", who, cfg->relpos_buckets, MHA_MAX_RELPOS);
+    if (cfg->relpos == QKV_RELPOS_T5) { /* the bucketing's own rule (ops/posenc_t5.c) */
+        const int32_t side = cfg->relpos_bidirectional ? cfg->relpos_buckets / 2 : cfg->relpos_buckets;
+        const int32_t max_exact = side / 2, K = max_distance(cfg);
+        if (max_exact < 1 || K <= max_exact)
+            return BAD("%s: T5 relpos_buckets %d%s leaves max_exact = %d; need max_exact >= 1 and "
+                       "relpos_max_distance (%d) > max_exact",
+                       who, cfg->relpos_buckets, cfg->relpos_bidirectional ? " (bidirectional)" : "", max_exact, K);
+    }
+    /* base < 1 makes the angles p base^(-2i/D) grow without bound: sin(inf) is NaN */
+    if (cfg->relpos == QKV_RELPOS_ROPE && !(cfg->rope_base >= 1 && isfinite(cfg->rope_base)))
+        return BAD("%s: rope_base %g must be finite and >= 1", who, cfg->rope_base);
+    if (cfg->relpos == QKV_RELPOS_ROPE && (C / H) % 2)
+        return BAD("%s: RoPE needs an even head size, got %lld", who, (long long)(C / H));
+#undef BAD
+    return QKV_OK;
+}
+
 qkv_status qkv_mha_init(qkv_mha *m, const qkv_mha_config *cfg, qkv_params *p, const char *prefix) {
     if (!m || !cfg || !p) return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: NULL argument");
     memset(m, 0, sizeof *m);
+    qkv_status st = qkv__mha_config_check(cfg, "mha_init");
+    if (st) return st;
     const int64_t C = cfg->d_model, H = cfg->n_heads;
-    if (C <= 0 || H <= 0 || C % H != 0)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: d_model %lld is not a positive multiple of n_heads %lld",
-                         (long long)C, (long long)H);
-    if ((unsigned)cfg->score > QKV_SCORE_COSINE || (unsigned)cfg->norm > QKV_NORM_SIGMOID ||
-        (unsigned)cfg->relpos > QKV_RELPOS_ALIBI)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: unknown score (%d), normaliser (%d) or relpos (%d)",
-                         (int)cfg->score, (int)cfg->norm, (int)cfg->relpos);
-    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: dropout %g is not in [0, 1)", cfg->dropout);
     const int64_t D = C / H, A = additive_dim(cfg), K = max_distance(cfg);
-    if (cfg->relpos == QKV_RELPOS_ROPE && D % 2)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "mha_init: RoPE needs an even head size, got %lld", (long long)D);
     m->cfg = *cfg;
-    qkv_status st = QKV_OK;
 #define ADD(name, ndim, field, ...) \
     if (!st) st = qkv__params_add_prefixed(p, prefix, name, ndim, (const int64_t[]){__VA_ARGS__}, &m->field)
     ADD("in_proj_weight", 2, in_proj_weight, 3 * C, C);

@@ -121,7 +121,10 @@ static void init_params(qkv_model *m, uint64_t seed) {
 /* The model's structure and parameter block; initialised from seed when init, else left for
  * qkv_model_load to fill (it requires every parameter in the file, so initialising values that
  * are overwritten at once would only cost time: ~0.3 s of every `qkv decode` of a G2P model). */
-static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool init, qkv_model **out) {
+/* max_numel >= 0: refuse a configuration with more parameter values than that before allocating
+ * them (qkv_model_load: the values its file holds, so a header cannot ask for gigabytes). */
+static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool init, int64_t max_numel,
+                               qkv_model **out) {
     *out = NULL;
     qkv_status st = qkv_model_config_check(cfg);
     if (st) return st;
@@ -133,6 +136,10 @@ static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool 
     st = (!m->encoder_layers || !m->decoder_layers) ? QKV_ERROR(QKV_ERR_OOM, "qkv_model_new: out of memory")
                                                     : qkv_params_new(&m->params);
     if (!st) st = register_params(m);
+    if (!st && max_numel >= 0 && qkv_params_numel(m->params) > max_numel)
+        st = QKV_ERROR(QKV_ERR_FORMAT,
+                       "the configuration describes %lld parameter values but the file holds only %lld",
+                       (long long)qkv_params_numel(m->params), (long long)max_numel);
     if (!st) st = qkv_params_finalize(m->params);
     if (st) {
         qkv_model_free(m);
@@ -146,7 +153,7 @@ static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool 
 
 qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model **out) {
     if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_model_new: out is NULL");
-    return model_create(cfg, seed, true, out);
+    return model_create(cfg, seed, true, -1, out);
 }
 
 void qkv_model_free(qkv_model *m) {
@@ -192,9 +199,21 @@ qkv_status qkv_model_load(const char *path, qkv_model **out) {
         snprintf(msg, sizeof msg, "%s", qkv_last_error());
         st = QKV_ERROR(st, "%s: %s", path, msg);
     }
+    int64_t file_numel = 0; /* every value of every tensor: each <= the file's size */
+    for (int64_t i = 0, n = st ? 0 : qkv_st_count(f); i < n; i++) {
+        qkv_st_entry e;
+        if (qkv_st_get(f, i, &e)) continue;
+        int64_t k = 1;
+        for (int d = 0; d < e.ndim; d++) k *= e.shape[d];
+        file_numel += k;
+    }
     qkv_st_close(f);
     qkv_model *m = NULL;
-    if (!st) st = model_create(&cfg, 0, false, &m);
+    if (!st && (st = model_create(&cfg, 0, false, file_numel, &m)) != QKV_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", qkv_last_error());
+        st = QKV_ERROR(st, "%s: %s", path, msg);
+    }
     if (!st) st = qkv_params_load(m->params, path);
     if (st) {
         qkv_model_free(m);
@@ -258,6 +277,30 @@ static qkv_tensor *final_norm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, q
     return w ? qkv_layernorm(ctx, x, w, b, m->cfg.layer_norm_eps) : x;
 }
 
+qkv_tensor *qkv__finite_output(qkv_ctx *ctx, const char *op, qkv_tensor *y) {
+    if (!y || qkv_ctx_grad_enabled(ctx) || !qkv_tensor_is_contiguous(y)) return y;
+    const qkv_real *x = qkv__data(y);
+    const int64_t n = qkv_tensor_numel(y);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad |= x[i] - x[i] != 0; /* NaN for NaN and +-inf */
+    if (!bad) return y;
+    int64_t i = 0;
+    while (x[i] - x[i] == 0) i++;
+    char at[160];
+    int k = snprintf(at, sizeof at, "(");
+    for (int d = 0, rest = 0; d < y->ndim; d++) {
+        int64_t stride = 1;
+        for (int e = d + 1; e < y->ndim; e++) stride *= y->shape[e];
+        rest = snprintf(at + k, sizeof at - (size_t)k, "%s%lld", d ? ", " : "", (long long)(i / stride % y->shape[d]));
+        if (rest > 0 && (size_t)(k + rest) < sizeof at) k += rest;
+    }
+    snprintf(at + k, sizeof at - (size_t)k, ")");
+    return QKV_FAIL(ctx, QKV_ERR_NUMERIC,
+                    "%s: the output holds %s at %s of a %dD result: the model's weights or configuration "
+                    "overflow float arithmetic",
+                    op, isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf", at, y->ndim);
+}
+
 /* The encoder stack over embedded x with the given self mask. */
 static qkv_tensor *encoder_stack(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, const qkv_mask *mask,
                                  qkv_tensor **weights_out) {
@@ -298,7 +341,7 @@ qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_i
                                       self_weights_out ? &self_weights_out[i] : NULL,
                                       cross_weights_out ? &cross_weights_out[i] : NULL);
     x = final_norm(ctx, m, x, m->dec_norm_w, m->dec_norm_b);
-    return qkv_linear(ctx, x, m->out_w, m->out_b); /* (B, T, V) */
+    return qkv__finite_output(ctx, "model_decode", qkv_linear(ctx, x, m->out_w, m->out_b)); /* (B, T, V) */
 }
 
 qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, qkv_tensor **weights_out) {
@@ -335,7 +378,7 @@ qkv_tensor *qkv_model_classify_features(qkv_ctx *ctx, const qkv_model *m, qkv_te
         }
         x = qkv_reshape(ctx, qkv_matmul(ctx, w, x, false, false), 2, (int64_t[]){B, m->cfg.d_model}); /* (B, C) */
     }
-    return qkv_linear(ctx, x, m->out_w, m->out_b); /* (B, S, K) or (B, K) */
+    return qkv__finite_output(ctx, "model_classify", qkv_linear(ctx, x, m->out_w, m->out_b)); /* (B, S, K) or (B, K) */
 }
 
 qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *pixels, qkv_tensor **weights_out) {
@@ -344,7 +387,8 @@ qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, qkv_tenso
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify_image: needs an image model (model config \"image\")");
     qkv_mask mask = qkv_mask_none(); /* every image has all its L tokens */
     qkv_tensor *x = encoder_stack(ctx, m, qkv__image_embed(ctx, m, pixels), &mask, weights_out); /* (B, L, C) */
-    return qkv_linear(ctx, qkv__image_pool(ctx, m, x), m->out_w, m->out_b);                        /* (B, K) */
+    return qkv__finite_output(ctx, "model_classify_image",
+                              qkv_linear(ctx, qkv__image_pool(ctx, m, x), m->out_w, m->out_b)); /* (B, K) */
 }
 
 qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens, qkv_tensor **weights_out) {
@@ -356,5 +400,5 @@ qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens, q
     mask.causal = true;
     mask.key_padding = padding_of(ctx, tokens, m->cfg.pad_id);
     qkv_tensor *x = encoder_stack(ctx, m, embed(ctx, m, m->src_embed, m->src_pos, tokens), &mask, weights_out);
-    return qkv_linear(ctx, x, m->out_w, m->out_b); /* (B, T, V) */
+    return qkv__finite_output(ctx, "model_lm", qkv_linear(ctx, x, m->out_w, m->out_b)); /* (B, T, V) */
 }

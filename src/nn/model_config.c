@@ -2,8 +2,8 @@
  * model_config.c: model configuration defaults, validation and JSON (de)serialisation. The JSON
  * goes into the "qkv.config" metadata of model files so a file describes its own architecture.
  */
-#include "../core/internal.h"
 #include "../io/json.h"
+#include "nn_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -43,6 +43,10 @@ qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_
 }
 
 #define BAD(...) QKV_ERROR(QKV_ERR_INVALID_ARG, "model config: " __VA_ARGS__)
+
+/* Upper bounds far past any model this library trains, low enough that no size computed from
+ * them overflows: width, feed-forward width, vocabularies (and feature tables). */
+enum { MAX_WIDTH = 1 << 16, MAX_FEEDFORWARD = 1 << 20, MAX_VOCAB = 1 << 24 };
 
 bool qkv_model_is_image(const qkv_model_config *c) {
     if (!c) return false;
@@ -107,9 +111,11 @@ static qkv_status check_image(const qkv_model_config *c) {
 qkv_status qkv_model_config_check(const qkv_model_config *c) {
     if (!c) return BAD("NULL");
     if ((unsigned)c->arch > QKV_ARCH_DECODER) return BAD("unknown arch %d", (int)c->arch);
-    if (c->d_model <= 0 || c->n_heads <= 0 || c->d_model % c->n_heads)
-        return BAD("d_model %d must be a positive multiple of n_heads %d", c->d_model, c->n_heads);
-    if (c->dim_feedforward <= 0) return BAD("dim_feedforward %d must be positive", c->dim_feedforward);
+    if (c->d_model <= 0 || c->n_heads <= 0 || c->d_model % c->n_heads || c->d_model > MAX_WIDTH)
+        return BAD("d_model %d must be a positive multiple of n_heads %d, at most %d", c->d_model, c->n_heads,
+                   MAX_WIDTH);
+    if (c->dim_feedforward <= 0 || c->dim_feedforward > MAX_FEEDFORWARD)
+        return BAD("dim_feedforward %d is not in [1, %d]", c->dim_feedforward, MAX_FEEDFORWARD);
     if (c->n_encoder_layers < 0 || c->n_decoder_layers < 0 || c->n_encoder_layers > 1000 || c->n_decoder_layers > 1000)
         return BAD("layer counts %d / %d out of range", c->n_encoder_layers, c->n_decoder_layers);
     if (c->arch == QKV_ARCH_ENCODER_DECODER && (c->n_encoder_layers < 1 || c->n_decoder_layers < 1))
@@ -117,14 +123,15 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     if (c->arch != QKV_ARCH_ENCODER_DECODER && (c->n_encoder_layers < 1 || c->n_decoder_layers != 0))
         return BAD("encoder-only and decoder-only models use n_encoder_layers >= 1 and n_decoder_layers = 0");
     const bool image = qkv_model_is_image(c);
-    if (c->src_vocab <= 0 && c->arch != QKV_ARCH_DECODER && !image) return BAD("src_vocab %d must be positive", c->src_vocab);
-    if (c->tgt_vocab <= 0) return BAD("tgt_vocab %d must be positive", c->tgt_vocab);
+    if ((c->src_vocab <= 0 && c->arch != QKV_ARCH_DECODER && !image) || c->src_vocab > MAX_VOCAB || c->src_vocab < 0)
+        return BAD("src_vocab %d is not in [1, %d]", c->src_vocab, MAX_VOCAB);
+    if (c->tgt_vocab <= 0 || c->tgt_vocab > MAX_VOCAB) return BAD("tgt_vocab %d is not in [1, %d]", c->tgt_vocab, MAX_VOCAB);
     if (c->max_len <= 0 || c->max_len > (1 << 20)) return BAD("max_len %d out of range", c->max_len);
     if ((unsigned)c->pos > QKV_POS_SINCOS_2D) return BAD("unknown positional encoding %d", (int)c->pos);
     if ((unsigned)c->activation > QKV_ACT_GELU_TANH) return BAD("unknown activation %d", (int)c->activation);
     if ((unsigned)c->head > QKV_HEAD_POOLED) return BAD("unknown head %d", (int)c->head);
     if (!(c->dropout >= 0 && c->dropout < 1)) return BAD("dropout %g is not in [0, 1)", c->dropout);
-    if (!(c->layer_norm_eps > 0)) return BAD("layer_norm_eps %g must be positive", c->layer_norm_eps);
+    if (!(c->layer_norm_eps > 0 && c->layer_norm_eps <= 1)) return BAD("layer_norm_eps %g is not in (0, 1]", c->layer_norm_eps);
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
     if (!image && c->image.window) return BAD("image.window %d is set on a model that reads tokens, not images", c->image.window);
     if (image) {
@@ -133,20 +140,30 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     } else if (c->pos == QKV_POS_SINCOS_2D) {
         return BAD("pos sincos_2d is for image models (set image.height, width, channels, patch_size)");
     }
-    if (!image && (c->pad_id < 0 || c->pad_id >= pad_vocab)) return BAD("pad_id %d outside the vocabulary (%d)", c->pad_id, pad_vocab);
+    if (!image && (c->pad_id < 0 || c->pad_id >= pad_vocab))
+        return BAD("pad_id %d outside the %s vocabulary (%d)", c->pad_id,
+                   c->arch == QKV_ARCH_ENCODER ? "source" : "target", pad_vocab);
+    /* an encoder-decoder pads its sources with the same id */
+    if (c->arch == QKV_ARCH_ENCODER_DECODER && c->pad_id >= c->src_vocab)
+        return BAD("pad_id %d outside the source vocabulary (%d)", c->pad_id, c->src_vocab);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
     if (c->n_features < 0 || c->n_features > QKV_MODEL_MAX_FEATURES)
         return BAD("n_features %d is not in [0, %d]", c->n_features, QKV_MODEL_MAX_FEATURES);
     if (c->n_features > 0 && c->arch != QKV_ARCH_ENCODER) return BAD("feature inputs need an encoder-only model");
     for (int k = 0; k < c->n_features; k++)
-        if (c->feature_vocab[k] <= 0) return BAD("feature_vocab[%d] = %d must be positive", k, c->feature_vocab[k]);
+        if (c->feature_vocab[k] <= 0 || c->feature_vocab[k] > MAX_VOCAB)
+            return BAD("feature_vocab[%d] = %d is not in [1, %d]", k, c->feature_vocab[k], MAX_VOCAB);
     const qkv_mha_config *attn[3] = {&c->self_attn, &c->dec_self_attn, &c->cross_attn};
-    for (int i = 0; i < 3; i++)
-        if ((unsigned)attn[i]->score > QKV_SCORE_COSINE || (unsigned)attn[i]->norm > QKV_NORM_SIGMOID ||
-            (unsigned)attn[i]->relpos > QKV_RELPOS_ALIBI)
-            return BAD("%s: unknown score (%d), normaliser (%d) or relative position kind (%d)",
-                       i == 0 ? "self_attn" : i == 1 ? "dec_self_attn" : "cross_attn", (int)attn[i]->score,
-                       (int)attn[i]->norm, (int)attn[i]->relpos);
+    static const char *const attn_who[3] = {"model config: self_attn", "model config: dec_self_attn",
+                                            "model config: cross_attn"};
+    for (int i = 0; i < 3; i++) {
+        qkv_mha_config a = *attn[i]; /* the layers take the model's width and heads (model.c) */
+        a.d_model = c->d_model;
+        a.n_heads = c->n_heads;
+        a.dropout = 0;
+        qkv_status st = qkv__mha_config_check(&a, attn_who[i]);
+        if (st) return st;
+    }
     if (c->nat && c->arch != QKV_ARCH_ENCODER_DECODER)
         return BAD("nat (non-autoregressive decoding) needs an encoder-decoder model, not %s",
                    c->arch == QKV_ARCH_ENCODER ? "an encoder-only one" : "a decoder-only one");

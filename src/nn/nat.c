@@ -66,5 +66,6 @@ qkv_tensor *qkv_model_length_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor
     }
     qkv_tensor *pooled = qkv_reshape(ctx, qkv_matmul(ctx, w, memory, false, false), 2,
                                      (int64_t[]){B, m->cfg.d_model});
-    return qkv_linear(ctx, pooled, m->length_w, m->length_b); /* (B, max_len + 1) */
+    return qkv__finite_output(ctx, "model_length_logits",
+                              qkv_linear(ctx, pooled, m->length_w, m->length_b)); /* (B, max_len + 1) */
 }

@@ -13,6 +13,14 @@
 
 #include "../core/internal.h"
 
+/* Inference's guard on a model's output y (logits): NaN or an infinity in it is an error naming
+ * `op` and the element, not an answer (weights or a configuration value that overflow float
+ * arithmetic). A no-op while gradients are on: training checks its loss instead. Returns y, or
+ * NULL with the context's status set. */
+qkv_tensor *qkv__finite_output(qkv_ctx *ctx, const char *op, qkv_tensor *y);
+/* The ranges of an attention configuration's values (qkv_mha_init's and qkv_model_config_check's
+ * one rule); messages start with `who`. */
+qkv_status qkv__mha_config_check(const qkv_mha_config *cfg, const char *who);
 /* Project x (B, L, C) with rows [first*C, (first+count)*C) of in_proj_weight (first 0: q, 1: k,
  * 2: v) and split into `count` head tensors heads[i] (B, H, L, D): strided views of one GEMM's
  * output. On error the sticky status is set and heads are left untouched. */

@@ -11,6 +11,7 @@
  */
 #include "cli_args.h"
 #include "commands.h"
+#include "input_lines.h"
 #include "run_dir.h"
 #include "task.h"
 
@@ -77,8 +78,7 @@ static void clear(pending *p) {
     p->n = p->n_ids = 0;
 }
 
-static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp, bool tokens_out) {
-    (void)tokens_out;
+static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
     if (!p->n) return true;
     qkv_hypotheses h;
     memset(&h, 0, sizeof h);
@@ -102,6 +102,37 @@ static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp, boo
     qkv_hypotheses_free(&h);
     clear(p);
     return true;
+}
+
+typedef struct {
+    const run_dir *r;
+    const qkv_decode_params *dp;
+    bool tokens, stream;
+    int64_t max_in;
+    int32_t *ids; /* (max_in) */
+    pending p;
+} decode_lines;
+
+/* One input line: queued, and decoded with the queue when it holds 64 (or at once with --stream).
+ * An empty line prints an empty line in its place, so the output keeps one line per input. */
+static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
+    decode_lines *d = user;
+    if (!line[0]) {
+        if (!flush(&d->p, d->r, d->dp)) return 1;
+        printf("\n");
+        if (d->stream) fflush(stdout);
+        return 0;
+    }
+    int64_t len = 0;
+    if (run_dir_encode(d->r, file, line_no, line, d->tokens, d->ids, d->max_in, &len)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
+    }
+    if (!push(&d->p, line, d->ids, len)) {
+        fprintf(stderr, "qkv decode: out of memory\n");
+        return 1;
+    }
+    return (d->stream || d->p.n == 64) && !flush(&d->p, d->r, d->dp);
 }
 
 int qkv_cmd_decode(int argc, char **argv) {
@@ -195,40 +226,14 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.eos_id = QKV_VOCAB_EOS;
     /* dp.max_len: --max-len, else 0: up to the model's limit */
     const int64_t max_in = r.model->cfg.max_len;
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)max_in);
-    pending p;
-    memset(&p, 0, sizeof p);
-    int rc = ids ? 0 : 1;
-    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
-        const char *name = n_files ? files[f] : "<stdin>";
-        FILE *in = n_files ? fopen(files[f], "r") : stdin;
-        if (!in) {
-            fprintf(stderr, "qkv decode: cannot open %s\n", name);
-            rc = 1;
-            break;
-        }
-        char line[4096];
-        int64_t line_no = 0;
-        while (rc == 0 && fgets(line, sizeof line, in)) {
-            line_no++;
-            if (!strchr(line, '\n') && !feof(in)) {
-                fprintf(stderr, "qkv decode: %s:%lld: line longer than %zu bytes\n", name, (long long)line_no, sizeof line - 2);
-                rc = 1;
-                break;
-            }
-            line[strcspn(line, "\r\n")] = '\0';
-            if (!line[0]) continue;
-            int64_t len = 0;
-            if (run_dir_encode(&r, name, line_no, line, tokens, ids, max_in, &len))
-                rc = 1, fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
-            else if (!push(&p, line, ids, len)) rc = 1, fprintf(stderr, "qkv decode: out of memory\n");
-            else if ((stream || p.n == 64) && !flush(&p, &r, &dp, tokens)) rc = 1;
-        }
-        if (n_files) fclose(in);
-    }
-    if (rc == 0 && !flush(&p, &r, &dp, tokens)) rc = 1;
-    clear(&p);
-    free(p.text), free(p.ids), free(p.lens), free(ids);
+    decode_lines d = {.r = &r, .dp = &dp, .tokens = tokens, .stream = stream, .max_in = max_in};
+    d.ids = malloc(sizeof(int32_t) * (size_t)max_in);
+    int rc = d.ids ? input_for_each_line("decode", files, n_files, decode_line, &d) : 1;
+    if (!d.ids) fprintf(stderr, "qkv decode: out of memory\n");
+    pending *const p = &d.p;
+    if (rc == 0 && !flush(p, &r, &dp)) rc = 1;
+    clear(p);
+    free(p->text), free(p->ids), free(p->lens), free(d.ids);
     run_dir_free(&r);
     return rc;
 }

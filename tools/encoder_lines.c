@@ -1,5 +1,6 @@
 /* encoder_lines.c: see encoder_lines.h. */
 #include "encoder_lines.h"
+#include "input_lines.h"
 #include "task.h"
 
 #include "qkv/qkv_viz.h"
@@ -163,7 +164,7 @@ int enc_decode_files(const run_dir *r, const enc_input *in, const char *const *f
     }
     qkv_ctx_set_grad_enabled(d.ctx, false);
     qkv_ctx_set_training(d.ctx, false);
-    int rc = task_for_each_line("decode", files, n_files, decode_line, &d);
+    int rc = input_for_each_line("decode", files, n_files, decode_line, &d);
     if (rc == 0 && !flush(r, d.ctx, &d.l, print, user)) rc = 1;
     enc_lines_free(&d.l);
     qkv_ctx_free(d.ctx);

@@ -23,6 +23,7 @@
  */
 #include "encoder_input.h"
 #include "encoder_lines.h"
+#include "input_lines.h"
 #include "run_dir.h"
 #include "task.h"
 
@@ -95,6 +96,8 @@ static qkv_status image_set_load(image_set *t, const char *path, const image_sha
     if (st) return st;
     const char *file = qkv_corpus_name(t->corpus);
     t->n = qkv_corpus_size(t->corpus);
+    if (t->n == 0) /* no images would score an accuracy of 0 / 0 */
+        return qkv_set_error(QKV_ERR_FORMAT, "%s: no images (the file is empty)", file);
     for (int64_t i = 0; i < t->n; i++) {
         const int64_t line = qkv_corpus_line(t->corpus, i),
                       n = qkv_corpus_length(t->corpus, i, QKV_FIELD_SRC);
@@ -481,45 +484,42 @@ static bool flush(const run_dir *r, qkv_ctx *ctx, const qkv_real *pixels, const 
     return true;
 }
 
+typedef struct {
+    const run_dir *r;
+    const image_shape *sh;
+    qkv_ctx *ctx;
+    qkv_real *pixels;            /* (DECODE_BATCH, sh->values) */
+    int64_t row[DECODE_BATCH];   /* each pending line's image row, -1 for an empty line */
+    int64_t n_lines, n_rows;
+    bool stream;
+} image_lines;
+
+static int image_decode_line(void *user, const char *file, int64_t line_no, char *line) {
+    image_lines *d = user;
+    bool empty = false;
+    if (parse_line(file, line_no, line, d->sh, d->pixels + d->n_rows * d->sh->values, &empty)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
+    }
+    d->row[d->n_lines++] = empty ? -1 : d->n_rows++;
+    if (!d->stream && d->n_lines < DECODE_BATCH) return 0;
+    const bool ok = flush(d->r, d->ctx, d->pixels, d->row, d->n_lines, d->n_rows);
+    d->n_lines = d->n_rows = 0;
+    return !ok;
+}
+
 static int image_decode_run(run_dir *r, const char *const *files, int n_files,
                             const task_run_opts *o) {
     image_shape sh;
     if (!open_run(r, "decode", &sh)) return 1;
-    qkv_ctx *ctx = eval_ctx();
-    qkv_real *pixels = malloc(sizeof(qkv_real) * (size_t)(DECODE_BATCH * sh.values));
-    int64_t row[DECODE_BATCH], n_lines = 0, n_rows = 0;
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = ctx && pixels ? 0 : 1;
+    image_lines d = {.r = r, .sh = &sh, .ctx = eval_ctx(), .stream = o->stream};
+    d.pixels = malloc(sizeof(qkv_real) * (size_t)(DECODE_BATCH * sh.values));
+    int rc = d.ctx && d.pixels ? 0 : 1;
     if (rc) fprintf(stderr, "qkv decode: out of memory\n");
-    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
-        const char *name = n_files ? files[f] : "<stdin>";
-        FILE *fp = n_files ? fopen(files[f], "r") : stdin;
-        if (!fp) {
-            fprintf(stderr, "qkv decode: cannot open %s: %s\n", name, strerror(errno));
-            rc = 1;
-            break;
-        }
-        for (int64_t line_no = 1; rc == 0 && getline(&line, &cap, fp) >= 0; line_no++) {
-            line[strcspn(line, "\r\n")] = '\0';
-            bool empty = false;
-            if (parse_line(name, line_no, line, &sh, pixels + n_rows * sh.values, &empty)) {
-                fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
-                rc = 1;
-                break;
-            }
-            row[n_lines++] = empty ? -1 : n_rows++;
-            if ((o->stream || n_lines == DECODE_BATCH) &&
-                !flush(r, ctx, pixels, row, n_lines, n_rows))
-                rc = 1;
-            if (o->stream || n_lines == DECODE_BATCH) n_lines = n_rows = 0;
-        }
-        if (n_files) fclose(fp);
-    }
-    if (rc == 0 && !flush(r, ctx, pixels, row, n_lines, n_rows)) rc = 1;
-    free(line);
-    free(pixels);
-    qkv_ctx_free(ctx);
+    if (rc == 0) rc = input_for_each_line("decode", files, n_files, image_decode_line, &d);
+    if (rc == 0 && !flush(r, d.ctx, d.pixels, d.row, d.n_lines, d.n_rows)) rc = 1;
+    free(d.pixels);
+    qkv_ctx_free(d.ctx);
     return rc;
 }
 

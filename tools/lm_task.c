@@ -19,6 +19,7 @@
  * "prompt<TAB>continuation"; `qkv attn RUN INPUT`
  * writes the causal self-attention maps of every layer and head over <bos> INPUT.
  */
+#include "input_lines.h"
 #include "lm_text.h"
 #include "run_dir.h"
 #include "task.h"
@@ -336,7 +337,7 @@ static int lm_decode_run(run_dir *r, const char *const *files, int n_files,
         return 1;
     }
     /* each prompt alone: its continuation does not depend on the other lines */
-    const int rc = task_for_each_line("decode", files, n_files, decode_line, &d);
+    const int rc = input_for_each_line("decode", files, n_files, decode_line, &d);
     free(d.ids);
     return rc;
 }

@@ -117,6 +117,8 @@ qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, co
     qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, &ro, &out->corpus);
     if (!st) st = qkv_dataset_encode(out->corpus, src, tgt, false, &out->data);
     if (!st) st = qkv_corpus_groups(out->corpus, &out->groups);
+    if (!st && out->groups.n == 0) /* no words would score a perfect 0 % WER */
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: no pairs to evaluate on (the file is empty)", path);
     if (st) seq2seq_eval_set_free(out);
     return st;
 }

@@ -54,30 +54,6 @@ qkv_status task_path(char *buf, size_t size, const char *dir, const char *name) 
                          size - 1);
 }
 
-int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn,
-                       void *user) {
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    for (int f = 0; f < (n_files ? n_files : 1) && rc == 0; f++) {
-        const char *name = n_files ? files[f] : "<stdin>";
-        FILE *in = n_files ? fopen(files[f], "r") : stdin;
-        if (!in) {
-            fprintf(stderr, "qkv %s: cannot open %s\n", cmd, name);
-            rc = 1;
-            break;
-        }
-        int64_t line_no = 0;
-        while (rc == 0 && getline(&line, &cap, in) >= 0) {
-            line[strcspn(line, "\r\n")] = '\0';
-            rc = fn(user, name, ++line_no, line);
-        }
-        if (n_files) fclose(in);
-    }
-    free(line);
-    return rc;
-}
-
 int task_attn_write(const task_attn *a) {
     const int64_t L = a->n_layers, H = a->n_heads, cells = a->rows * a->cols;
     qkv_attn_map *maps = calloc((size_t)(L * H), sizeof *maps);

@@ -137,13 +137,6 @@ bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_ma
                              qkv_model_config *m);
 bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a);
 
-/* Call fn on every line of the files in turn (stdin when n_files is 0), its end of line removed,
- * with the file's name ("<stdin>") and the line number, until fn returns non-zero. A file that
- * cannot be opened is "qkv CMD: cannot open FILE" on stderr and exit status 1. Returns fn's
- * first non-zero value, else 0. */
-typedef int (*task_line_fn)(void *user, const char *file, int64_t line_no, char *line);
-int task_for_each_line(const char *cmd, const char *const *files, int n_files, task_line_fn fn,
-                       void *user);
 
 /* `qkv attn` for one stack of self-attention layers (the encoder of tagging / classify, the causal
  * stack of a language model): n_layers weight tensors (1, H, rows, cols) become the maps of every

@@ -140,9 +140,12 @@ typedef struct qkv_decode_params {
     double top_p;        /* sampling: keep the smallest set of most probable tokens whose
                             probability reaches top_p (after top-k), in (0, 1]; 1 = all (default) */
     uint64_t seed;       /* sampling: random stream (Philox of seed, position, row) (default 0) */
-    int32_t bos_id;      /* encoder-decoder: first decoder input (default 1) */
-    int32_t eos_id;      /* ends a hypothesis; -1: none, every hypothesis runs to max_len
-                            (default 2) */
+    int32_t bos_id;      /* encoder-decoder: first decoder input: QKV_DECODE_MODEL_ID (the
+                            default) takes the model's (qkv_model_config.bos_id); any other id
+                            must equal it */
+    int32_t eos_id;      /* ends a hypothesis: QKV_DECODE_MODEL_ID (default) the model's eos_id;
+                            -1: none, every hypothesis runs to max_len; any other id must equal
+                            the model's */
     bool use_cache;      /* default true; false: the uncached reference (see qkv_session_params) */
     qkv_kernels kernels; /* default FAST */
     int32_t iterations;  /* mask-predict: decoder passes T >= 1 (default 10, the paper's) */
@@ -150,6 +153,9 @@ typedef struct qkv_decode_params {
                             (default 5, the paper's) */
     bool weight_panels;  /* default true: the session's weight panels (qkv_session_params) */
 } qkv_decode_params;
+
+/* bos_id / eos_id: the model's own (qkv_model_config), which decoding fills in. */
+#define QKV_DECODE_MODEL_ID (-2)
 
 QKV_API qkv_decode_params qkv_decode_default_params(void);
 

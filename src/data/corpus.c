@@ -114,6 +114,17 @@ static qkv_status check_line(parser *P, const char *s, size_t len) {
     return QKV_OK;
 }
 
+/* Every vocabulary keeps ids 0 .. 3 for <pad> <unk> <bos> <eos>: a data token spelling one would
+ * be read as that id. <unk> may stand in a source or a text (an unknown word, as the Penn
+ * Treebank writes it), never in what a model learns to output (a target, tag or label). */
+static qkv_status check_reserved(parser *P, bool unk_ok, const char *s, size_t len, const char *what) {
+    const int32_t id = qkv__vocab_reserved_id(s, len);
+    if (id < 0 || (id == QKV_VOCAB_UNK && unk_ok)) return QKV_OK;
+    return PFAIL(P, "%s in the %s is a reserved symbol: the vocabularies keep it (ids 0-3: <pad> <unk> <bos> <eos>)%s",
+                 qkv__quote(P->q, sizeof P->q, s, len), what,
+                 id == QKV_VOCAB_UNK ? "; <unk> may stand in a source or a text, not in an output" : "");
+}
+
 /* Space-separated tokens of s[0, len) (at offset `base` of the text) into field `field`. */
 static qkv_status split_tokens(parser *P, int field, const char *s, size_t len, int64_t base,
                                const char *what) {
@@ -125,6 +136,8 @@ static qkv_status split_tokens(parser *P, int field, const char *s, size_t len, 
                          "empty token in the %s (two spaces in a row, or a leading or trailing "
                          "space)",
                          what);
+        qkv_status st = check_reserved(P, field == QKV_FIELD_SRC, s + start, i - start, what);
+        if (st) return st;
         if (!push_sym(P->c, field, base + (int64_t)start, (int64_t)(i - start))) return oom(P);
         start = i + 1;
     }
@@ -189,6 +202,7 @@ static qkv_status parse_labeled(parser *P, const char *s, size_t len, int64_t ba
     if (!begin_example(c, P->line, key)) return oom(P);
     qkv_status st = split_tokens(P, QKV_FIELD_SRC, tab + 1, len - a - 1, key.off, "tokens");
     if (st) return st;
+    if ((st = check_reserved(P, false, s, a, "label"))) return st;
     if (!push_sym(c, QKV_FIELD_TGT, base, (int64_t)a)) return oom(P);
     int64_t ns = c->n_sym[0] - c->off[0][c->n];
     if ((st = check_max(P, ns, P->o->max_src_len, "the token list", "tokens"))) return st;
@@ -228,6 +242,10 @@ static qkv_status parse_text(parser *P, const char *s, size_t len, int64_t base)
             if (!begin_example(c, P->line, (span){base + (int64_t)i, 0})) return oom(P);
             piece_start = (int64_t)i;
             any = true;
+        }
+        if (P->o->text_words) {
+            qkv_status st = check_reserved(P, true, s + i, k, "text");
+            if (st) return st;
         }
         if (!push_sym(c, QKV_FIELD_TGT, base + (int64_t)i, (int64_t)k)) return oom(P);
         n_sym++;
@@ -291,6 +309,10 @@ static qkv_status parse_tagged(parser *P, tag_state *T, const char *s, size_t le
         if (i == start)
             return col == 0 ? PFAIL(P, "empty word before the first TAB")
                             : PFAIL(P, "empty tag in column %lld", (long long)col + 1);
+        if (col == 0 || col == tag_col) {
+            qkv_status st = check_reserved(P, col == 0, s + start, i - start, col == 0 ? "word" : "tag");
+            if (st) return st;
+        }
         if (col == 0 && !push_sym(c, QKV_FIELD_SRC, base + (int64_t)start, (int64_t)(i - start)))
             return oom(P);
         if (col == tag_col &&

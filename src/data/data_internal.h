@@ -44,6 +44,10 @@ char *qkv__path_join(const char *dir, const char *name);
  * about 40 characters with "...". buf holds at least 200 bytes. */
 const char *qkv__quote(char *buf, size_t size, const char *s, size_t len);
 
+/* The id (0 .. QKV_VOCAB_RESERVED - 1) of s[0, len) when it spells a reserved symbol ("<pad>",
+ * "<unk>", "<bos>", "<eos>"), else -1 (vocab.c). */
+int32_t qkv__vocab_reserved_id(const char *s, size_t len);
+
 /* ---- parsing ---- */
 
 /* s[0, len) is a decimal integer in [0, max] (no sign, no leading zeros except "0"). */

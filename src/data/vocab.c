@@ -13,6 +13,12 @@
 
 static const char *const reserved[QKV_VOCAB_RESERVED] = {"<pad>", "<unk>", "<bos>", "<eos>"};
 
+int32_t qkv__vocab_reserved_id(const char *s, size_t len) {
+    for (int32_t id = 0; id < QKV_VOCAB_RESERVED; id++)
+        if (strlen(reserved[id]) == len && !memcmp(reserved[id], s, len)) return id;
+    return -1;
+}
+
 struct qkv_vocab {
     int32_t n, cap; /* symbols, capacity of sym / len / hash */
     char **sym;     /* (n) NUL-terminated */

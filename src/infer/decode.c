@@ -33,8 +33,8 @@ qkv_decode_params qkv_decode_default_params(void) {
     p.top_k = 0;
     p.top_p = 1;
     p.seed = 0;
-    p.bos_id = 1;
-    p.eos_id = 2;
+    p.bos_id = QKV_DECODE_MODEL_ID;
+    p.eos_id = QKV_DECODE_MODEL_ID;
     p.use_cache = true;
     p.kernels = QKV_KERNELS_FAST;
     p.iterations = 10;
@@ -106,6 +106,13 @@ static qkv_status check_params(const char *fn, const qkv_decode_params *p, const
         return BAD("%s: eos_id %d is outside the vocabulary (%d; -1: none)", fn, p->eos_id, V);
     if (p->eos_id == m->cfg.pad_id)
         return BAD("%s: eos_id %d is the padding id, which is never generated", fn, p->eos_id);
+    /* ids the model was not trained with decode garbage without an error */
+    if (p->bos_id != m->cfg.bos_id)
+        return BAD("%s: bos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID", fn, p->bos_id,
+                   m->cfg.bos_id);
+    if (p->eos_id != -1 && p->eos_id != m->cfg.eos_id)
+        return BAD("%s: eos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID, or -1 for none", fn,
+                   p->eos_id, m->cfg.eos_id);
     if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
         return BAD("%s: unknown kernel set %d", fn, (int)p->kernels);
     return QKV_OK;
@@ -399,6 +406,8 @@ static qkv_status job_init(const char *fn, dec_job *j, const qkv_model *m, qkv_a
     if (batch < 1) return BAD("%s: batch %d must be >= 1", fn, batch);
     j->m = m;
     j->p = p ? *p : qkv_decode_default_params();
+    if (j->p.bos_id == QKV_DECODE_MODEL_ID) j->p.bos_id = m->cfg.bos_id;
+    if (j->p.eos_id == QKV_DECODE_MODEL_ID) j->p.eos_id = m->cfg.eos_id;
     qkv_status st = check_params(fn, &j->p, m);
     if (st) return st;
     const int32_t width = j->p.strategy == QKV_DECODE_BEAM           ? j->p.beam_size

@@ -60,6 +60,8 @@ static qkv_model *build(qkv_arch arch, const dt_variant *v, int32_t vocab, doubl
     c.dropout = 0;
     c.max_len = 16;
     c.pad_id = DT_PAD;
+    c.bos_id = DT_BOS;
+    c.eos_id = DT_EOS;
     c.pos = v->pos;
     c.norm_first = v->norm_first;
     c.tie_embeddings = v->tie;

@@ -127,3 +127,32 @@ TEST(session_rejects_bad_calls) {
     qkv_model_free(m);
     qkv_model_free(lm);
 }
+
+/* The special ids come from the model (qkv_model_config.bos_id / eos_id): the defaults decode as
+ * the model's own ids do, and ids the model was not trained with are refused, not decoded. */
+TEST(decode_takes_the_special_ids_from_the_model) {
+    qkv_model *m = dt_seq2seq(&dt_variants[0], 9, 2, 320);
+    if (!m) return;
+    const int32_t src[] = {3, 4, 5}, len[] = {3};
+    qkv_decode_params own = dt_params(QKV_DECODE_BEAM), dflt = qkv_decode_default_params();
+    dflt.kernels = qkv_test_kernels;
+    CHECK(dflt.bos_id == QKV_DECODE_MODEL_ID && dflt.eos_id == QKV_DECODE_MODEL_ID);
+    qkv_hypotheses a, b;
+    CHECK_OK(qkv_decode(m, src, len, 1, &own, &a));
+    CHECK_OK(qkv_decode(m, src, len, 1, &dflt, &b));
+    CHECK_MSG(dt_same_bits(&a, &b), "the default ids decode differently from the model's (%d, %d)",
+              DT_BOS, DT_EOS);
+    qkv_hypotheses_free(&a);
+    qkv_hypotheses_free(&b);
+    qkv_decode_params q = dflt;
+    q.bos_id = 2, q.eos_id = 3; /* a qkv vocabulary's, not this model's */
+    CHECK_ERR(qkv_decode(m, src, len, 1, &q, &a), QKV_ERR_INVALID_ARG, "bos_id 2 is not the model's (1)");
+    q.bos_id = QKV_DECODE_MODEL_ID;
+    CHECK_ERR(qkv_decode(m, src, len, 1, &q, &a), QKV_ERR_INVALID_ARG, "eos_id 3 is not the model's (2)");
+    q.eos_id = -1; /* no end token: every hypothesis runs to max_len */
+    q.max_len = 4;
+    CHECK_OK(qkv_decode(m, src, len, 1, &q, &a));
+    CHECK(a.hyp && a.hyp[0].length == 4);
+    qkv_hypotheses_free(&a);
+    qkv_model_free(m);
+}

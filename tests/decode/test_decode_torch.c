@@ -136,6 +136,8 @@ static void torch_case(const char *file, qkv_arch arch, bool norm_first, int32_t
     c.max_len = 16;
     c.norm_first = norm_first;
     c.pad_id = DT_PAD;
+    c.bos_id = DT_BOS;
+    c.eos_id = DT_EOS;
     qkv_model *m = NULL;
     CHECK_OK(qkv_model_new(&c, 1, &m));
     int32_t in[B * 16], len[B];

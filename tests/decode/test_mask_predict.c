@@ -31,6 +31,8 @@ static qkv_model *nat_model(const dt_variant *v, uint64_t seed) {
     c.dec_self_attn.relpos_bidirectional = true;
     c.nat = true;
     c.mask_id = MASK;
+    c.bos_id = DT_BOS;
+    c.eos_id = DT_EOS;
     qkv_model *m = NULL;
     CHECK_OK(qkv_model_new(&c, seed, &m));
     if (!m) return NULL;

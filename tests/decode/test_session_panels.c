@@ -25,6 +25,8 @@ static qkv_model *wide_model(uint64_t seed) {
     c.dropout = 0;
     c.max_len = 12;
     c.pad_id = DT_PAD;
+    c.bos_id = DT_BOS;
+    c.eos_id = DT_EOS;
     qkv_model *m = NULL;
     CHECK_OK(qkv_model_new(&c, seed, &m));
     return m;

@@ -6,6 +6,7 @@
  * every vocabulary that pads with it.
  */
 #include "testutil.h"
+#include "qkv/qkv_data.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -115,10 +116,29 @@ TEST(model_config_pad_id_must_be_in_every_vocabulary_it_pads) {
     c.src_vocab = 4;
     c.pad_id = 6; /* a target id, but the sources have ids 0 .. 3 only */
     CHECK_REFUSED(c, "pad_id 6 outside the source vocabulary (4)");
-    c.pad_id = 3;
+    c.pad_id = 1;
     CHECK_OK(qkv_model_config_check(&c));
+    c.pad_id = 3; /* the default eos_id: it would never be generated */
+    CHECK_REFUSED(c, "other than pad_id 3");
     c.pad_id = 13;
     CHECK_REFUSED(c, "pad_id 13 outside the target vocabulary (13)");
+}
+
+/* The decoder's special ids live in the model and its file; decoding takes them from there. */
+TEST(model_config_holds_the_special_ids_of_its_decoder) {
+    qkv_model_config c = small_seq2seq();
+    CHECK(c.bos_id == QKV_VOCAB_BOS && c.eos_id == QKV_VOCAB_EOS); /* every qkv_vocab's */
+    c.bos_id = 13;
+    CHECK_REFUSED(c, "bos_id 13 and eos_id 3 must be target ids in 0 .. 12");
+    c.bos_id = 5, c.eos_id = 6;
+    char json[4096];
+    CHECK_OK(qkv_model_config_to_json(&c, json, sizeof json));
+    qkv_model_config back;
+    CHECK_OK(qkv_model_config_from_json(json, &back));
+    CHECK(back.bos_id == 5 && back.eos_id == 6);
+    /* a file written before the ids were stored: those of every qkv vocabulary */
+    CHECK_OK(qkv_model_config_from_json("{\"arch\":\"decoder\",\"tgt_vocab\":9,\"d_model\":8,\"n_heads\":2}", &back));
+    CHECK(back.bos_id == 2 && back.eos_id == 3);
 }
 
 /* The JSON of a model file: each out-of-range value is refused at load, naming the key. */

@@ -3,23 +3,221 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* msg with every byte a terminal could act on written as \xNN: C0 controls and DEL, the UTF-8
+ * encodings of the C1 controls (U+0080 .. U+009F, e.g. CSI), and bytes that are not UTF-8. A
+ * key or value from a file or --set is echoed in messages; escape sequences in it must not reach
+ * the terminal. */
+static void escape_into(char *dst, size_t size, const char *msg) {
+    size_t k = 0;
+    const unsigned char *s = (const unsigned char *)msg;
+    for (size_t i = 0; s[i] && k + 5 < size;) {
+        const unsigned c = s[i];
+        int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        for (int t = 1; t < len; t++)
+            if ((s[i + t] & 0xC0) != 0x80) len = 0;
+        const bool control = (len == 1 && (c < 0x20 || c == 0x7f)) || (len == 2 && c == 0xC2 && s[i + 1] < 0xA0);
+        if (len == 0 || control) {
+            k += (size_t)snprintf(dst + k, size - k, "\\x%02x", c);
+            i++;
+            continue;
+        }
+        if (k + (size_t)len >= size) break;
+        memcpy(dst + k, s + i, (size_t)len);
+        k += (size_t)len, i += (size_t)len;
+    }
+    dst[k] = '\0';
+}
 
 static bool fail(config *cfg, const config_entry *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool fail(config *cfg, const config_entry *e, const char *fmt, ...) {
-    char msg[400];
+    char msg[400], full[sizeof cfg->error];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (!e) snprintf(cfg->error, sizeof cfg->error, "%s", msg);
-    else if (e->line > 0) snprintf(cfg->error, sizeof cfg->error, "%s:%d: %s", e->file, e->line, msg);
-    else snprintf(cfg->error, sizeof cfg->error, "%s: %s", e->file, msg);
+    if (!e) snprintf(full, sizeof full, "%s", msg);
+    else if (e->line > 0) snprintf(full, sizeof full, "%s:%d: %s", e->file, e->line, msg);
+    else snprintf(full, sizeof full, "%s: %s", e->file, msg);
+    escape_into(cfg->error, sizeof cfg->error, full);
     return false;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n), d[n] = '\0';
+    return d;
+}
+
+static char *dup_str(const char *s) {
+    return dup_n(s, strlen(s));
+}
+
+/* ---- the key index: open addressing over entry indices, the last assignment of each key ---- */
+
+static uint32_t hash_key(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of key: where its entry index is, or the empty slot (-1) where it would go. */
+static int *slot_of(const config *cfg, const char *key) {
+    for (uint32_t i = hash_key(key) & cfg->index_mask;; i = (i + 1) & cfg->index_mask) {
+        int *slot = &cfg->index[i];
+        if (*slot < 0 || !strcmp(cfg->entries[*slot].key, key)) return slot;
+    }
+}
+
+/* Rebuild the index for at least `need` keys at a load of at most 1/2. */
+static bool index_grow(config *cfg, int need) {
+    uint32_t size = 64;
+    while (size < 2u * (uint32_t)need) size *= 2;
+    if (cfg->index && size <= cfg->index_mask + 1) return true;
+    int *index = malloc(sizeof *index * size);
+    if (!index) return false;
+    for (uint32_t i = 0; i < size; i++) index[i] = -1;
+    free(cfg->index);
+    cfg->index = index;
+    cfg->index_mask = size - 1;
+    for (int e = 0; e < cfg->n; e++) *slot_of(cfg, cfg->entries[e].key) = e; /* later entries win */
+    return true;
+}
+
+static config_entry *find(config *cfg, const char *key) {
+    if (!cfg->index) return NULL;
+    const int at = *slot_of(cfg, key);
+    return at < 0 ? NULL : &cfg->entries[at];
+}
+
+static bool add(config *cfg, const char *key, const char *value, const char *file, int line) {
+    config_entry probe = {NULL, NULL, file, line, false};
+    if (!*key) return fail(cfg, &probe, "empty key");
+    for (const char *c = key; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '_'))
+            return fail(cfg, &probe, "key '%s' may contain only letters, digits, '.' and '_'", key);
+    if (!index_grow(cfg, cfg->n + 1)) return fail(cfg, NULL, "out of memory");
+    int *slot = slot_of(cfg, key);
+    const int old_at = *slot;
+    const config_entry *old = old_at >= 0 ? &cfg->entries[old_at] : NULL;
+    if (old && old->line > 0 && line > 0 && old->file == file)
+        return fail(cfg, &probe, "key '%s' is set twice (first on line %d)", key, old->line);
+    if (cfg->n == cfg->cap) {
+        int cap = cfg->cap ? 2 * cfg->cap : 32;
+        config_entry *grown = realloc(cfg->entries, (size_t)cap * sizeof *grown);
+        if (!grown) return fail(cfg, NULL, "out of memory");
+        cfg->entries = grown;
+        cfg->cap = cap;
+    }
+    config_entry *e = &cfg->entries[cfg->n];
+    e->key = dup_str(key);
+    e->value = dup_str(value);
+    e->file = file;
+    e->line = line;
+    e->used = false;
+    if (!e->key || !e->value) {
+        free(e->key), free(e->value);
+        return fail(cfg, NULL, "out of memory");
+    }
+    *slot = cfg->n++;
+    if (old_at >= 0) cfg->entries[old_at].used = true; /* overridden: not "unknown" on its own account */
+    return true;
+}
+
+/* s[0, n) without leading and trailing white space, as [*b, *b + *n). */
+static void trim_span(const char **b, size_t *n) {
+    while (*n && isspace((unsigned char)**b)) (*b)++, (*n)--;
+    while (*n && isspace((unsigned char)(*b)[*n - 1])) (*n)--;
+}
+
+/* The whole file: a regular file (checked before reading, so a FIFO cannot block and /dev/zero
+ * is refused) of at most CONFIG_MAX_BYTES. */
+static bool read_config_file(config *cfg, const char *path, char **text, size_t *len) {
+    *text = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        return fail(cfg, NULL, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fail(cfg, NULL, "%s: %s, not a configuration file", path,
+                    S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO" : "not a regular file");
+    }
+    if (sb.st_size > CONFIG_MAX_BYTES) {
+        close(fd);
+        return fail(cfg, NULL, "%s: %lld bytes, more than a configuration file may hold (%d)", path,
+                    (long long)sb.st_size, CONFIG_MAX_BYTES);
+    }
+    char *p = malloc((size_t)sb.st_size + 1);
+    size_t got = 0;
+    while (p && got < (size_t)sb.st_size) {
+        ssize_t r = read(fd, p + got, (size_t)sb.st_size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    const int e = errno;
+    close(fd);
+    if (!p) return fail(cfg, NULL, "%s: out of memory", path);
+    if (got < (size_t)sb.st_size) {
+        free(p);
+        return fail(cfg, NULL, "%s: read failed: %s", path, e ? strerror(e) : "the file shrank");
+    }
+    p[got] = '\0';
+    *text = p;
+    *len = got;
+    return true;
+}
+
+bool config_load(config *cfg, const char *path) {
+    memset(cfg, 0, sizeof *cfg);
+    if (!path) return true;
+    cfg->path = dup_str(path);
+    if (!cfg->path) return fail(cfg, NULL, "out of memory");
+    char *text = NULL;
+    size_t len = 0;
+    if (!read_config_file(cfg, path, &text, &len)) return false;
+    bool ok = true;
+    int line = 0;
+    for (size_t at = 0; ok && at < len; line++) {
+        const char *s = text + at, *nl = memchr(s, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - s) : len - at;
+        at += n + (nl != NULL);
+        config_entry here = {NULL, NULL, cfg->path, line + 1, false};
+        const char *nul = memchr(s, '\0', n);
+        if (nul) {
+            ok = fail(cfg, &here, "a NUL byte at column %zu: not a text file", (size_t)(nul - s) + 1);
+            break;
+        }
+        trim_span(&s, &n);
+        if (!n || *s == '#') continue;
+        const char *eq = memchr(s, '=', n);
+        if (!eq) {
+            ok = fail(cfg, &here, "expected 'key = value', got '%.*s'", n > 80 ? 80 : (int)n, s);
+            break;
+        }
+        const char *k = s, *v = eq + 1;
+        size_t kn = (size_t)(eq - s), vn = n - kn - 1;
+        trim_span(&k, &kn);
+        trim_span(&v, &vn);
+        char *key = dup_n(k, kn), *value = dup_n(v, vn);
+        ok = key && value ? add(cfg, key, value, cfg->path, line + 1) : fail(cfg, NULL, "out of memory");
+        free(key);
+        free(value);
+    }
+    free(text);
+    return ok;
 }
 
 static char *trim(char *s) {
@@ -29,80 +227,8 @@ static char *trim(char *s) {
     return s;
 }
 
-static char *dup(const char *s) {
-    char *d = malloc(strlen(s) + 1);
-    if (d) strcpy(d, s);
-    return d;
-}
-
-static config_entry *find(config *cfg, const char *key) {
-    for (int i = cfg->n - 1; i >= 0; i--) /* the last assignment wins */
-        if (!strcmp(cfg->entries[i].key, key)) return &cfg->entries[i];
-    return NULL;
-}
-
-static bool add(config *cfg, const char *key, const char *value, const char *file, int line) {
-    config_entry probe = {NULL, NULL, file, line, false};
-    if (!*key) return fail(cfg, &probe, "empty key");
-    for (const char *c = key; *c; c++)
-        if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '_'))
-            return fail(cfg, &probe, "key '%s' may contain only letters, digits, '.' and '_'", key);
-    const config_entry *old = find(cfg, key);
-    if (old && old->line > 0 && line > 0 && old->file == file)
-        return fail(cfg, &probe, "key '%s' is set twice (first on line %d)", key, old->line);
-    const int old_at = old ? (int)(old - cfg->entries) : -1; /* the array may move below */
-    if (cfg->n == cfg->cap) {
-        int cap = cfg->cap ? 2 * cfg->cap : 32;
-        config_entry *grown = realloc(cfg->entries, (size_t)cap * sizeof *grown);
-        if (!grown) return fail(cfg, NULL, "out of memory");
-        cfg->entries = grown;
-        cfg->cap = cap;
-    }
-    config_entry *e = &cfg->entries[cfg->n];
-    e->key = dup(key);
-    e->value = dup(value);
-    e->file = file;
-    e->line = line;
-    e->used = false;
-    if (!e->key || !e->value) return fail(cfg, NULL, "out of memory");
-    cfg->n++;
-    if (old_at >= 0) cfg->entries[old_at].used = true; /* overridden: not "unknown" on its own account */
-    return true;
-}
-
-bool config_load(config *cfg, const char *path) {
-    memset(cfg, 0, sizeof *cfg);
-    if (!path) return true;
-    cfg->path = dup(path);
-    FILE *f = fopen(path, "r");
-    if (!f) return fail(cfg, NULL, "%s: %s", path, strerror(errno));
-    char buf[4096];
-    int line = 0;
-    bool ok = true;
-    while (ok && fgets(buf, sizeof buf, f)) {
-        line++;
-        config_entry here = {NULL, NULL, cfg->path, line, false};
-        if (!strchr(buf, '\n') && !feof(f)) {
-            ok = fail(cfg, &here, "line longer than %zu bytes", sizeof buf - 2);
-            break;
-        }
-        char *s = trim(buf);
-        if (!*s || *s == '#') continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            ok = fail(cfg, &here, "expected 'key = value', got '%s'", s);
-            break;
-        }
-        *eq = '\0';
-        ok = add(cfg, trim(s), trim(eq + 1), cfg->path, line);
-    }
-    if (ok && ferror(f)) ok = fail(cfg, NULL, "%s: read error", path);
-    fclose(f);
-    return ok;
-}
-
 bool config_set(config *cfg, const char *assignment) {
-    char *copy = dup(assignment);
+    char *copy = dup_str(assignment);
     if (!copy) return fail(cfg, NULL, "out of memory");
     char *eq = strchr(copy, '=');
     bool ok;
@@ -122,6 +248,7 @@ void config_free(config *cfg) {
         free(cfg->entries[i].value);
     }
     free(cfg->entries);
+    free(cfg->index);
     free(cfg->path);
     memset(cfg, 0, sizeof *cfg);
 }

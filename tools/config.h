@@ -9,7 +9,8 @@
  * command-line `--set key=value` overrides a file value or adds a key. Every key must be read by
  * the program: after parsing, config_check_unused() reports any key nobody asked for as
  * "FILE:LINE: unknown key 'x'" (or "--set: unknown key 'x'"), so a typo never passes silently.
- * Typed getters report a bad value with its file and line.
+ * Typed getters report a bad value with its file and line. Parsing takes time linear in the file
+ * (a hash index of the keys); messages echo keys and values with control bytes escaped.
  */
 #ifndef QKV_TOOLS_CONFIG_H
 #define QKV_TOOLS_CONFIG_H
@@ -24,9 +25,14 @@ typedef struct config_entry {
     bool used;
 } config_entry;
 
+/* The largest configuration file read (a configuration is a few dozen lines). */
+#define CONFIG_MAX_BYTES (16 << 20)
+
 typedef struct config {
     config_entry *entries;
     int n, cap;
+    int *index;          /* open addressing: the entry of each key's last assignment, -1 empty */
+    uint32_t index_mask; /* slots - 1 */
     char *path;
     char error[512]; /* the first error, "FILE:LINE: ..." */
 } config;

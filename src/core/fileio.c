@@ -35,6 +35,38 @@ void qkv__fsync_parent_dir(const char *path) {
     free(dir);
 }
 
+qkv_status qkv__open_regular(const char *who, const char *path, int *fd, uint64_t *size) {
+    *fd = -1;
+    *size = 0;
+    const char *sep = who && who[0] ? ": " : "";
+    if (!who) who = "";
+    int d = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (d < 0) return QKV_ERROR(QKV_ERR_IO, "%s%s%s: cannot open: %s", who, sep, path, strerror(errno));
+    struct stat sb;
+    if (fstat(d, &sb) != 0) {
+        const int e = errno;
+        close(d);
+        return QKV_ERROR(QKV_ERR_IO, "%s%s%s: cannot stat: %s", who, sep, path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(d);
+        const char *what = S_ISDIR(sb.st_mode)    ? "a directory"
+                           : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                           : S_ISCHR(sb.st_mode)  ? "a character device"
+                           : S_ISBLK(sb.st_mode)  ? "a block device"
+                           : S_ISSOCK(sb.st_mode) ? "a socket"
+                                                  : "not a regular file";
+        return QKV_ERROR(QKV_ERR_IO, "%s%s%s: is %s, not a regular file (files are read whole: save the data to a file)",
+                         who, sep, path, what);
+    }
+    /* reads of a regular file ignore O_NONBLOCK; clear it all the same */
+    const int flags = fcntl(d, F_GETFL);
+    if (flags >= 0) (void)fcntl(d, F_SETFL, flags & ~O_NONBLOCK);
+    *fd = d;
+    *size = (uint64_t)sb.st_size;
+    return QKV_OK;
+}
+
 static atomic_uint tmp_counter;
 
 qkv_status qkv__write_file_atomic(const char *fn, const char *path, const void *data, size_t n) {

@@ -230,6 +230,11 @@ qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const cha
 qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t n);
 /* fsync the directory holding path (after a rename), best effort. */
 void qkv__fsync_parent_dir(const char *path);
+/* Open path for reading only when it is a regular file (src/core/fileio.c): the type is checked
+ * on a descriptor opened without blocking, so a FIFO never blocks and a directory or a device
+ * (/dev/zero) is an error naming what it is. *size is the file's size at open, the bound of
+ * every read of it. who names the caller in errors. */
+qkv_status qkv__open_regular(const char *who, const char *path, int *fd, uint64_t *size);
 
 /* Linear layers (src/ops/dense.c), shared with the fused ops built on them.
  * qkv__linear_compute: validate (messages name op), make the operands contiguous (updating the

@@ -1,7 +1,8 @@
 /*
- * textio.c: the data layer's plumbing: growable buffers, whole-file reads, atomic writes
- * (temporary file + fsync + rename, the same protocol as the safetensors writer), mkdir -p,
- * message quoting, strict decimal and UTF-8 parsing.
+ * textio.c: the data layer's plumbing: growable buffers, whole-file reads (regular files only, of
+ * their size at open: qkv__open_regular), atomic writes (temporary file + fsync + rename, the
+ * same protocol as the safetensors writer), mkdir -p, message quoting, strict decimal and UTF-8
+ * parsing.
  */
 #include "data_internal.h"
 
@@ -62,29 +63,34 @@ void qkv__buf_free(qkv__buf *b) {
 qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return QKV_ERROR(QKV_ERR_IO, "%s: %s: cannot open: %s", who, path, strerror(errno));
-    qkv__buf b = {0};
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        qkv__buf_add(&b, chunk, got);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (err) {
-        qkv__buf_free(&b);
-        return QKV_ERROR(QKV_ERR_IO, "%s: %s: read failed: %s", who, path, strerror(err));
+    int fd = -1;
+    uint64_t size = 0;
+    qkv_status st = qkv__open_regular(who, path, &fd, &size);
+    if (st) return st;
+    /* the size at open bounds the read: a file that grows meanwhile is read as it was */
+    char *p = size < SIZE_MAX ? malloc((size_t)size + 1) : NULL;
+    if (!p) {
+        close(fd);
+        return QKV_ERROR(QKV_ERR_OOM, "%s: %s: out of memory reading the file (%llu bytes)", who, path,
+                         (unsigned long long)size);
     }
-    if (b.oom) {
-        qkv__buf_free(&b);
-        return QKV_ERROR(QKV_ERR_OOM, "%s: %s: out of memory reading the file", who, path);
+    size_t got = 0;
+    while (got < (size_t)size) {
+        ssize_t r = read(fd, p + got, (size_t)size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            const int e = r < 0 ? errno : 0;
+            close(fd);
+            free(p);
+            return QKV_ERROR(QKV_ERR_IO, "%s: %s: read failed: %s", who, path,
+                             e ? strerror(e) : "the file shrank while it was read");
+        }
+        got += (size_t)r;
     }
-    if (!b.p) { /* empty file */
-        b.p = calloc(1, 1);
-        if (!b.p) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", who);
-    }
-    *data = b.p;
-    *len = b.n;
+    close(fd);
+    p[got] = '\0';
+    *data = p;
+    *len = got;
     return QKV_OK;
 }
 

@@ -392,23 +392,15 @@ static bool read_full(int fd, unsigned char *p, size_t n, int *err) {
 qkv_status qkv_st_open(const char *path, qkv_st_file **out) {
     if (out) *out = NULL;
     if (!path || !out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_st_open: NULL argument");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return QKV_ERROR(QKV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return QKV_ERROR(QKV_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return QKV_ERROR(QKV_ERR_IO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)(SIZE_MAX / 2)) {
+    int fd = -1;
+    uint64_t file_size = 0;
+    qkv_status opened = qkv__open_regular(NULL, path, &fd, &file_size);
+    if (opened) return opened;
+    if (file_size > (uint64_t)(SIZE_MAX / 2)) {
         close(fd);
         return QKV_ERROR(QKV_ERR_OOM, "%s: file too large for memory", path);
     }
-    size_t len = (size_t)sb.st_size;
+    size_t len = (size_t)file_size;
     unsigned char first8[8];
     int err = 0;
     size_t have = len < 8 ? len : 8;

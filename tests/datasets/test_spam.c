@@ -309,7 +309,7 @@ TEST(data_prepare_spam_errors) {
     char *bad = dt_join(dir, "spam-1/00003.x.txt");
     mkdir(bad, 0777);
     char want[512];
-    snprintf(want, sizeof want, "%s: read failed", bad);
+    snprintf(want, sizeof want, "%s: is a directory, not a regular file", bad);
     spam_fails(dir, 256, QKV_ERR_IO, want);
     rmdir(bad);
     free(bad);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void write_file(const char *path, const char *text) {
@@ -84,4 +85,68 @@ TEST(config_override_past_the_initial_capacity) {
     CHECK_MSG(config_check_unused(&c), "%s", c.error);
     config_free(&c);
     unlink(path);
+}
+
+/* A file of 200,000 keys loads and reads back in time linear in its size. The previous parser
+ * compared every new key with all earlier ones (40 s here); the alarm is a hang guard with a
+ * margin of two orders of magnitude over the linear parser, not a benchmark. */
+TEST(config_many_keys_load_in_linear_time) {
+    char path[] = "/tmp/qkv_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    enum { N = 200000 };
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < N; i++) fprintf(f, "section%d.key%d = %d\n", i % 97, i, i);
+    fclose(f);
+    alarm(30);
+    config c;
+    CHECK_MSG(config_load(&c, path), "%s", c.error);
+    CHECK(config_set(&c, "section3.key100=-1"));
+    bool all = true;
+    for (int i = 0; i < N; i++) {
+        char key[48];
+        int64_t v = 0;
+        snprintf(key, sizeof key, "section%d.key%d", i % 97, i);
+        all &= config_int(&c, key, -2, -1, N, &v) && v == (i == 100 ? -1 : i);
+    }
+    CHECK(all);
+    CHECK_MSG(config_check_unused(&c), "%s", c.error);
+    alarm(0);
+    config_free(&c);
+    unlink(path);
+}
+
+/* Keys and values are echoed with control bytes escaped (an ESC sequence from a file or --set
+ * never reaches the terminal); a NUL byte is reported as such; a FIFO or a directory is refused
+ * before anything is read. */
+TEST(config_messages_escape_control_bytes_and_name_nul_bytes) {
+    char path[] = "/tmp/qkv_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    config c;
+    write_file(path, "model.heads = \x1b[2J\xc2\x9b" "31m\n");
+    CHECK(config_load(&c, path));
+    int64_t v = 0;
+    CHECK(!config_int(&c, "model.heads", 1, 1, 64, &v));
+    CHECK_MSG(strstr(c.error, ":1: model.heads = '\\x1b[2J\\xc2\\x9b31m' is not an integer") && !strchr(c.error, '\x1b'),
+              "%s", c.error);
+    config_free(&c);
+    CHECK(config_load(&c, NULL));
+    CHECK(!config_set(&c, "model.x\x07y=1") && strstr(c.error, "key 'model.x\\x07y' may contain only") &&
+          !strchr(c.error, '\a'));
+    config_free(&c);
+    FILE *f = fopen(path, "w");
+    fwrite("a = 1\nb = 2\0\nc = 3\n", 1, 19, f);
+    fclose(f);
+    CHECK(!config_load(&c, path) && strstr(c.error, ":2: a NUL byte at column 6"));
+    config_free(&c);
+    unlink(path);
+    CHECK(mkfifo(path, 0600) == 0);
+    alarm(20); /* opening a FIFO with no writer must not block */
+    CHECK_MSG(!config_load(&c, path) && strstr(c.error, "a FIFO, not a configuration file"), "%s", c.error);
+    alarm(0);
+    config_free(&c);
+    unlink(path);
+    CHECK(!config_load(&c, "/tmp") && strstr(c.error, "/tmp: a directory"));
+    config_free(&c);
 }

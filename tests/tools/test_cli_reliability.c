@@ -27,15 +27,15 @@ static bool rewrite_model(const char *src, const char *dst, const char *drop, co
     if (qkv_st_open(src, &f)) return false;
     const int64_t n = qkv_st_count(f), n_meta = qkv_st_metadata_count(f);
     qkv_st_tensor *t = calloc((size_t)n, sizeof *t);
+    qkv_st_entry *e = calloc((size_t)n, sizeof *e); /* t[k].shape points into e */
     const char *keys[8], *values[8];
     char config[8192] = "";
     int64_t kept = 0;
-    bool ok = t && n_meta <= 8;
+    bool ok = t && e && n_meta <= 8;
     for (int64_t i = 0; ok && i < n; i++) {
-        qkv_st_entry e;
-        ok = qkv_st_get(f, i, &e) == QKV_OK;
-        if (ok && !strstr(e.name, drop))
-            t[kept++] = (qkv_st_tensor){e.name, e.dtype_name, e.ndim, e.shape, e.data};
+        ok = qkv_st_get(f, i, &e[i]) == QKV_OK;
+        if (ok && !strstr(e[i].name, drop))
+            t[kept++] = (qkv_st_tensor){e[i].name, e[i].dtype_name, e[i].ndim, e[i].shape, e[i].data};
     }
     for (int64_t i = 0; ok && i < n_meta; i++) {
         ok = qkv_st_metadata_at(f, i, &keys[i], &values[i]) == QKV_OK;
@@ -47,6 +47,7 @@ static bool rewrite_model(const char *src, const char *dst, const char *drop, co
     }
     ok = ok && config[0] && qkv_st_save(dst, t, kept, keys, values, n_meta) == QKV_OK;
     free(t);
+    free(e);
     qkv_st_close(f);
     return ok;
 }

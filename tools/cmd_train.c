@@ -14,6 +14,7 @@
  */
 #include "commands.h"
 #include "task.h"
+#include "train_log.h"
 #include "qkv/qkv_viz.h"
 
 #include <errno.h>
@@ -132,6 +133,54 @@ static int fail(const char *what) {
     return 1;
 }
 
+/* train.nonfinite: what a step whose loss or gradient norm is NaN or infinite does (the trainer
+ * never applies it). After MAX_SKIPS skipped steps in a row the run stops anyway. */
+enum { NONFINITE_STOP, NONFINITE_SKIP };
+#define MAX_SKIPS 100
+
+/* QKV_TRAIN_DEBUG: events that tests provoke at known steps, as a comma-separated list
+ * (docs/cli.md): "nan@S" or "nan@S:K" sets the first element of every parameter to NaN for the
+ * first (K) attempts at optimiser step S and restores it after each. */
+typedef struct {
+    int64_t nan_step, nan_count;
+} debug_events;
+
+static bool parse_debug(const char *text, debug_events *d) {
+    memset(d, 0, sizeof *d);
+    d->nan_step = -1;
+    if (!text) return true;
+    const char *p = text;
+    while (*p) {
+        long long step = 0, count = 1;
+        int used = 0;
+        if (sscanf(p, "nan@%lld%n", &step, &used) == 1) {
+            p += used;
+            if (*p == ':' && sscanf(p, ":%lld%n", &count, &used) == 1) p += used;
+            d->nan_step = step, d->nan_count = count;
+        } else {
+            fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': cannot read '%s' (nan@STEP[:COUNT])\n", text, p);
+            return false;
+        }
+        if (*p == ',') p++;
+        else if (*p) {
+            fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': unexpected '%s'\n", text, p);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The first element of every parameter: NaN (saved into kept[]) or restored from kept[]. */
+static void poison_params(qkv_model *m, qkv_real *kept, bool restore) {
+    for (int64_t i = 0, n = qkv_params_count(m->params); i < n; i++) {
+        qkv_real *x = (qkv_real *)qkv_params_get(m->params, i)->data;
+        if (restore)
+            x[0] = kept[i];
+        else
+            kept[i] = x[0], x[0] = (qkv_real)NAN;
+    }
+}
+
 int qkv_cmd_train(int argc, char **argv) {
     const char *config_path = NULL;
     bool resume = false;
@@ -160,9 +209,14 @@ int qkv_cmd_train(int argc, char **argv) {
         return 2;
     }
     task *tk = NULL;
+    static const char *const nonfinite_names[] = {"stop", "skip"};
+    int nonfinite = NONFINITE_STOP;
+    debug_events debug;
+    if (!parse_debug(getenv("QKV_TRAIN_DEBUG"), &debug)) return 2;
     bool ok = config_load(&cfg, config_path);
     for (int i = 0; ok && i < n_sets; i++) ok = config_set(&cfg, sets[i]);
-    ok = ok && task_create(&cfg, &tk) && config_check_unused(&cfg);
+    ok = ok && task_create(&cfg, &tk) && config_enum(&cfg, "train.nonfinite", NONFINITE_STOP, nonfinite_names, 2, &nonfinite) &&
+         config_check_unused(&cfg);
     if (ok && (!tk->s.train_path || !tk->s.dev_path || !tk->s.out_dir)) {
         snprintf(cfg.error, sizeof cfg.error, "%s: data.train, data.dev and out.dir are required", config_path);
         ok = false;
@@ -185,6 +239,7 @@ int qkv_cmd_train(int argc, char **argv) {
     int rc = 1;
     qkv_batcher *batcher = NULL;
     qkv_model *model = NULL;
+    qkv_real *poisoned = NULL; /* QKV_TRAIN_DEBUG nan: the values it replaced */
     qkv_trainer *trainer = NULL;
     FILE *log = NULL;
     history hist;
@@ -195,12 +250,15 @@ int qkv_cmd_train(int argc, char **argv) {
     if (ops->prepare(tk, resume)) goto done_err;
     if (qkv_model_new(&s->model, s->train.seed, &model)) goto done_err;
     if (qkv_trainer_new(model, &s->train, &trainer)) goto done_err;
+    if (debug.nan_count > 0 && !(poisoned = malloc(sizeof(qkv_real) * (size_t)qkv_params_count(model->params))))
+        goto done_err;
     if (qkv_batcher_new(tk->train, &tk->batch_opts, &batcher)) goto done_err;
     if (task_path(ckpt, sizeof ckpt, s->out_dir, "checkpoint.safetensors") ||
         task_path(best_path, sizeof best_path, s->out_dir, "model.safetensors") ||
         task_path(last_path, sizeof last_path, s->out_dir, "last.safetensors"))
         goto done_err;
     const bool lower = ops->lower_is_better;
+    int64_t saved_step = -1; /* the step of checkpoint.safetensors (-1: none yet) */
     double best_value = lower ? INFINITY : -INFINITY;
     if (resume) {
         int64_t epoch = 0, batch = 0;
@@ -209,6 +267,7 @@ int qkv_cmd_train(int argc, char **argv) {
         /* the batcher refuses a position whose fingerprint differs: other data or batching options */
         if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
         best_value = best_logged(s->out_dir, ops->select, lower);
+        saved_step = qkv_trainer_steps(trainer);
         printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
                (long long)epoch, (long long)batch);
     }
@@ -230,13 +289,51 @@ int qkv_cmd_train(int argc, char **argv) {
     const bool ema = qkv_trainer_has_ema(trainer);
     bool select_plain = false; /* the selection metric is not a percentage */
     const char *rate_unit = ops->rate_unit ? ops->rate_unit : "tok";
+    int batch_in_step = 0;                 /* batches of the accumulation under way */
+    int skips_in_row = 0;                  /* non-finite steps skipped since the last applied one */
+    int64_t skipped = 0;                   /* all skipped steps of this process */
     /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
     while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
         qkv_train_batch tb;
         if (qkv_batcher_next(batcher, &b) || ops->batch(tk, &b, &tb)) goto done_err;
         qkv_step_stats st;
-        if (qkv_trainer_step(trainer, &tb, &st)) goto done_err;
+        const int64_t attempt = qkv_trainer_steps(trainer) + 1;
+        const bool poison = poisoned && attempt == debug.nan_step && debug.nan_count > 0 && batch_in_step == 0;
+        if (poison) poison_params(model, poisoned, false), debug.nan_count--;
+        const qkv_status step_st = qkv_trainer_step(trainer, &tb, &st);
+        if (poison) poison_params(model, poisoned, true);
+        batch_in_step = step_st || st.stepped ? 0 : batch_in_step + 1;
+        if (step_st == QKV_ERR_NONFINITE) {
+            /* nothing was applied: stop with the last checkpoint on disk, or skip the step */
+            if (tty) printf("\n");
+            if (nonfinite == NONFINITE_STOP || ++skips_in_row >= MAX_SKIPS) {
+                fprintf(stderr, "qkv train: %s\n", qkv_last_error());
+                if (nonfinite == NONFINITE_SKIP)
+                    fprintf(stderr, "qkv train: %d steps in a row were not finite\n", MAX_SKIPS);
+                if (saved_step >= 0)
+                    fprintf(stderr, "qkv train: training stopped; %s holds step %lld (--resume continues from it)%s\n", ckpt,
+                            (long long)saved_step, nonfinite == NONFINITE_STOP ? "; train.nonfinite = skip skips such steps" : "");
+                else
+                    fprintf(stderr, "qkv train: training stopped before a checkpoint was saved%s\n",
+                            nonfinite == NONFINITE_STOP ? "; train.nonfinite = skip skips such steps" : "");
+                goto done;
+            }
+            skipped++;
+            printf("step %lld skipped: %s\n", (long long)attempt, qkv_last_error());
+            const qkv_batch_pos at = qkv_batcher_tell(batcher);
+            tlog_out lo;
+            tlog_start(&lo, "skip", attempt);
+            tlog_int(&lo, "epoch", (int64_t)at.epoch);
+            tlog_str(&lo, "what", st.nonfinite == QKV_NONFINITE_GRAD ? "gradient norm" : "loss");
+            tlog_num(&lo, "loss", st.loss, 7);
+            tlog_num(&lo, "grad_norm", st.grad_norm, 7);
+            tlog_int(&lo, "skipped", skipped);
+            if (!tlog_write(&lo, log)) goto log_err;
+            continue;
+        }
+        if (step_st) goto done_err;
+        if (st.stepped) skips_in_row = 0;
         smooth = isnan(smooth) ? st.loss : 0.98 * smooth + 0.02 * st.loss;
         tokens_since += (double)st.tokens;
         tokens_total += (double)st.tokens;
@@ -279,11 +376,18 @@ int qkv_cmd_train(int argc, char **argv) {
             for (int i = 0; i < m.n; i++)
                 printf(m.m[i].plain ? "%s %s %.4f" : "%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
             printf("  (%lld %s, %.1f s)%s\n", (long long)m.items, m.unit, now() - e0, best ? "  best so far" : "");
-            fprintf(log, "{\"step\":%lld,\"epoch\":%llu,\"train_loss\":%.6f", (long long)step, (unsigned long long)pos.epoch,
-                    smooth);
-            for (int i = 0; i < m.n; i++) fprintf(log, ",\"dev_%s\":%.4f", m.m[i].key, m.m[i].value);
-            fprintf(log, ",\"lr\":%.6g,\"elapsed_s\":%.1f}\n", st.lr, now() - start);
-            fflush(log);
+            tlog_out lo;
+            tlog_start(&lo, NULL, step);
+            tlog_int(&lo, "epoch", (int64_t)pos.epoch);
+            tlog_fixed(&lo, "train_loss", smooth, 6);
+            for (int i = 0; i < m.n; i++) {
+                char key[80];
+                snprintf(key, sizeof key, "dev_%s", m.m[i].key);
+                tlog_fixed(&lo, key, m.m[i].value, 4);
+            }
+            tlog_num(&lo, "lr", st.lr, 6);
+            tlog_fixed(&lo, "elapsed_s", now() - start, 1);
+            if (!tlog_write(&lo, log)) goto log_err;
             history_add(&hist, (double)step, smooth, &m);
             for (int i = 0; i < m.n; i++)
                 if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label, select_plain = m.m[i].plain;
@@ -294,6 +398,7 @@ int qkv_cmd_train(int argc, char **argv) {
             }
             if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
             if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
+            saved_step = step;
             write_report(s->out_dir, &hist, config_path);
         }
     }
@@ -316,10 +421,14 @@ int qkv_cmd_train(int argc, char **argv) {
         printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(qkv_trainer_steps(trainer) - first_step), took);
     rc = 0;
     goto done;
+log_err:
+    fprintf(stderr, "qkv train: cannot write %s: %s\n", path, strerror(errno));
+    goto done;
 done_err:
     fail("training stopped");
 done:
     if (log) fclose(log);
+    free(poisoned);
     history_free(&hist);
     qkv_batcher_free(batcher);
     qkv_trainer_free(trainer);

@@ -10,7 +10,9 @@
  * parameter average is scored and saved instead of the last step's weights); the trainer state
  * goes to checkpoint.safetensors so --resume continues bit-identically. On a terminal the progress
  * is a live bar; otherwise plain log lines.
- * Ctrl-C saves a checkpoint first.
+ * Ctrl-C finishes the step under way (its log line, evaluation and saves) and saves a checkpoint
+ * first. --resume cuts log.jsonl back to the checkpoint's step, so the steps that run again are
+ * logged once.
  */
 #include "commands.h"
 #include "task.h"
@@ -108,24 +110,19 @@ static void write_report(const char *dir, const history *h, const char *config_p
     if (qkv_train_report_write(path, &r)) fprintf(stderr, "qkv train: report: %s\n", qkv_last_error());
 }
 
-/* The best value of the selection metric recorded in a run's log.jsonl ("dev_<key>"; +-INFINITY
- * when none): a resumed run keeps comparing against the model it saved before it stopped. */
-static double best_logged(const char *dir, const char *key, bool lower_is_better) {
-    char path[1024], line[4096], member[80];
-    double best = lower_is_better ? INFINITY : -INFINITY;
-    if (task_path(path, sizeof path, dir, "log.jsonl")) return best;
-    FILE *f = fopen(path, "r");
-    if (!f) return best;
-    const int n = snprintf(member, sizeof member, "\"dev_%s\":", key);
-    while (fgets(line, sizeof line, f)) {
-        const char *k = strstr(line, member);
-        if (!k) continue;
-        char *end = NULL;
-        double v = strtod(k + n, &end);
-        if (end != k + n) best = lower_is_better ? fmin(best, v) : fmax(best, v);
-    }
-    fclose(f);
-    return best;
+/* What --resume reads back from the lines of log.jsonl up to the checkpoint's step. */
+typedef struct {
+    char member[80]; /* "dev_<selection metric>" */
+    bool lower;      /* lower is better */
+    double best;     /* the best value logged (+-INFINITY: none), so a resumed run keeps
+                        comparing against the model it saved before it stopped */
+} resume_state;
+
+static void resume_visit(void *user, const tlog_line *l) {
+    resume_state *r = user;
+    if (strcmp(l->type, "eval")) return;
+    const double v = tlog_get(l, r->member);
+    if (isfinite(v)) r->best = r->lower ? fmin(r->best, v) : fmax(r->best, v);
 }
 
 static int fail(const char *what) {
@@ -138,29 +135,38 @@ static int fail(const char *what) {
 enum { NONFINITE_STOP, NONFINITE_SKIP };
 #define MAX_SKIPS 100
 
-/* QKV_TRAIN_DEBUG: events that tests provoke at known steps, as a comma-separated list
+/* QKV_TRAIN_DEBUG: events that tests provoke at known steps, a comma-separated list
  * (docs/cli.md): "nan@S" or "nan@S:K" sets the first element of every parameter to NaN for the
- * first (K) attempts at optimiser step S and restores it after each. */
+ * first (K) attempts at optimiser step S and restores it after each; "sigint@S" raises SIGINT
+ * once step S is applied (before its log line, evaluation and saves), "sigint-eval@S" just before
+ * the evaluation of step S, "kill@S" raises SIGKILL once the evaluation of step S is logged,
+ * before its saves. */
 typedef struct {
-    int64_t nan_step, nan_count;
+    int64_t nan_step, nan_count, sigint_step, sigint_eval_step, kill_step;
 } debug_events;
 
 static bool parse_debug(const char *text, debug_events *d) {
-    memset(d, 0, sizeof *d);
-    d->nan_step = -1;
+    d->nan_step = d->sigint_step = d->sigint_eval_step = d->kill_step = -1;
+    d->nan_count = 0;
     if (!text) return true;
-    const char *p = text;
-    while (*p) {
+    static const char *const names[] = {"nan", "sigint", "sigint-eval", "kill"};
+    int64_t *steps[] = {&d->nan_step, &d->sigint_step, &d->sigint_eval_step, &d->kill_step};
+    for (const char *p = text; *p;) {
+        const char *at = strchr(p, '@');
+        int e = -1;
+        for (int i = 0; at && i < 4; i++)
+            if ((size_t)(at - p) == strlen(names[i]) && !strncmp(p, names[i], strlen(names[i]))) e = i;
         long long step = 0, count = 1;
         int used = 0;
-        if (sscanf(p, "nan@%lld%n", &step, &used) == 1) {
-            p += used;
-            if (*p == ':' && sscanf(p, ":%lld%n", &count, &used) == 1) p += used;
-            d->nan_step = step, d->nan_count = count;
-        } else {
-            fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': cannot read '%s' (nan@STEP[:COUNT])\n", text, p);
+        if (e < 0 || sscanf(at, "@%lld%n", &step, &used) != 1 || step < 1) {
+            fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': cannot read '%s' (EVENT@STEP, EVENT one of nan, sigint, "
+                            "sigint-eval, kill)\n", text, p);
             return false;
         }
+        p = at + used;
+        if (e == 0 && *p == ':' && sscanf(p, ":%lld%n", &count, &used) == 1) p += used;
+        *steps[e] = step;
+        if (e == 0) d->nan_count = count;
         if (*p == ',') p++;
         else if (*p) {
             fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': unexpected '%s'\n", text, p);
@@ -266,8 +272,18 @@ int qkv_cmd_train(int argc, char **argv) {
         if (qkv_trainer_load(trainer, ckpt, &epoch, &batch, &fingerprint)) goto done_err;
         /* the batcher refuses a position whose fingerprint differs: other data or batching options */
         if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
-        best_value = best_logged(s->out_dir, ops->select, lower);
         saved_step = qkv_trainer_steps(trainer);
+        /* the log is cut back to the checkpoint: the steps after it run again */
+        resume_state rs = {.lower = lower, .best = best_value};
+        snprintf(rs.member, sizeof rs.member, "dev_%s", ops->select);
+        int64_t kept = 0, dropped = 0;
+        if (task_path(path, sizeof path, s->out_dir, "log.jsonl") ||
+            tlog_resume(path, saved_step, resume_visit, &rs, &kept, &dropped))
+            goto done_err;
+        best_value = rs.best;
+        if (dropped)
+            printf("%s: kept %lld lines up to step %lld, dropped %lld (later steps, or cut short)\n", path, (long long)kept,
+                   (long long)saved_step, (long long)dropped);
         printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
                (long long)epoch, (long long)batch);
     }
@@ -292,7 +308,8 @@ int qkv_cmd_train(int argc, char **argv) {
     int batch_in_step = 0;                 /* batches of the accumulation under way */
     int skips_in_row = 0;                  /* non-finite steps skipped since the last applied one */
     int64_t skipped = 0;                   /* all skipped steps of this process */
-    /* Ctrl-C is honoured after an optimiser step: a checkpoint cannot hold half an accumulation. */
+    /* Ctrl-C is honoured after an optimiser step (a checkpoint cannot hold half an accumulation)
+     * and whatever that step evaluates and saves. */
     while (qkv_trainer_steps(trainer) < s->steps) {
         qkv_batch b;
         qkv_train_batch tb;
@@ -338,8 +355,8 @@ int qkv_cmd_train(int argc, char **argv) {
         tokens_since += (double)st.tokens;
         tokens_total += (double)st.tokens;
         if (!st.stepped) continue;
-        if (interrupted) break;
         const int64_t step = qkv_trainer_steps(trainer);
+        if (step == debug.sigint_step) raise(SIGINT);
         const double t = now();
         if (t - t_since > 1.0) {
             tok_rate = tokens_since / (t - t_since);
@@ -367,6 +384,7 @@ int qkv_cmd_train(int argc, char **argv) {
             const double e0 = now();
             /* with train.ema the average is what is scored and saved (model, last) */
             if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
+            if (step == debug.sigint_eval_step) raise(SIGINT);
             if (ops->evaluate(tk, model, &m)) goto done_err;
             qkv_model_release_decode_memory(model); /* training steps do not need the decode caches */
             const double value = task_metrics_get(&m, ops->select);
@@ -388,6 +406,7 @@ int qkv_cmd_train(int argc, char **argv) {
             tlog_num(&lo, "lr", st.lr, 6);
             tlog_fixed(&lo, "elapsed_s", now() - start, 1);
             if (!tlog_write(&lo, log)) goto log_err;
+            if (step == debug.kill_step) raise(SIGKILL);
             history_add(&hist, (double)step, smooth, &m);
             for (int i = 0; i < m.n; i++)
                 if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label, select_plain = m.m[i].plain;
@@ -401,11 +420,15 @@ int qkv_cmd_train(int argc, char **argv) {
             saved_step = step;
             write_report(s->out_dir, &hist, config_path);
         }
+        /* Ctrl-C is honoured once the step's log line, evaluation and saves are done */
+        if (interrupted) break;
     }
     if (tty) printf("\n");
-    if (interrupted) {
+    if (interrupted && qkv_trainer_steps(trainer) < s->steps) {
         const qkv_batch_pos pos = qkv_batcher_tell(batcher);
-        if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
+        if (saved_step != qkv_trainer_steps(trainer) &&
+            qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint))
+            goto done_err;
         printf("interrupted at step %lld: checkpoint saved to %s (continue with --resume)\n",
                (long long)qkv_trainer_steps(trainer), ckpt);
         rc = 130;

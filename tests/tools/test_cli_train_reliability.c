@@ -139,3 +139,105 @@ TEST(cli_train_skips_nonfinite_steps_when_asked) {
     CHECK_MSG(rc == 1 && strstr(out, "train.nonfinite"), "exit %d: %s", rc, out);
     cli_run_remove(&r);
 }
+
+/* The lines of a log.jsonl without the members that depend on timing (elapsed_s, throughput),
+ * each line ending with a newline; NULL when it cannot be read. */
+static char *log_without_timing(const char *run_dir) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
+    char *text = slurp(path);
+    if (!text) return NULL;
+    static const char *const timing[] = {",\"elapsed_s\":", ",\"throughput\":"};
+    for (int k = 0; k < 2; k++)
+        for (char *p; (p = strstr(text, timing[k]));) {
+            char *end = p + strlen(timing[k]);
+            while (*end && *end != ',' && *end != '}') end++;
+            memmove(p, end, strlen(end) + 1);
+        }
+    return text;
+}
+
+/* The steps of the eval lines of a log, as "2 4 6 ". */
+static void eval_steps(const char *log, char *out, size_t size) {
+    out[0] = '\0';
+    for (const char *p = log; (p = strstr(p, "\"step\":")); p++) {
+        const char *line = p;
+        while (line > log && line[-1] != '\n') line--;
+        const char *nl = strchr(p, '\n');
+        const bool eval = strstr(line, "\"dev_") && (!nl || strstr(line, "\"dev_") < nl);
+        if (eval) snprintf(out + strlen(out), size - strlen(out), "%lld ", strtoll(p + 7, NULL, 10));
+    }
+}
+
+/* Killed (SIGKILL) after the evaluation at step 4 was logged but before anything was saved: the
+ * checkpoint holds step 2, and --resume cuts the log back to it (a line cut short by the kill
+ * too), so the finished log has each evaluation once, with the dev scores of a run that never
+ * stopped. */
+TEST(cli_train_resume_cuts_the_log_back_to_the_checkpoint) {
+    char cmd[4096], out[16384];
+    cli_run r;
+    CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+    const char *set = "--set train.steps=6 --set train.eval_every=2 --set train.log_every=1";
+    snprintf(cmd, sizeof cmd, "%s train %s %s --set out.dir=%s/straight", QKV_CLI_PATH, r.conf, set, r.dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "straight: %s", out);
+    snprintf(cmd, sizeof cmd, "QKV_TRAIN_DEBUG=kill@4 %s train %s %s", QKV_CLI_PATH, r.conf, set);
+    int rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 137 || rc == -1, "killed run: exit %d: %s", rc, out);
+    char *log = log_without_timing(r.run_dir), steps[64];
+    if (log) eval_steps(log, steps, sizeof steps);
+    CHECK_MSG(log && !strcmp(steps, "2 4 "), "killed run: evaluations at %s", log ? steps : "(no log)");
+    free(log);
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", r.run_dir);
+    FILE *f = fopen(path, "a");
+    if (f) fputs("{\"type\":\"eval\",\"st", f), fclose(f); /* a line the kill cut short */
+    snprintf(cmd, sizeof cmd, "%s train %s %s --resume", QKV_CLI_PATH, r.conf, set);
+    rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "at step 2"), "resume: exit %d: %s", rc, out);
+    CHECK(check_log(r.run_dir, NULL, NULL, NULL) > 0);
+    char straight_dir[600], got[64], want[64];
+    snprintf(straight_dir, sizeof straight_dir, "%s/straight", r.dir);
+    char *a = log_without_timing(straight_dir), *b = log_without_timing(r.run_dir);
+    CHECK(a && b);
+    if (a && b) {
+        eval_steps(a, want, sizeof want);
+        eval_steps(b, got, sizeof got);
+        CHECK_MSG(!strcmp(want, "2 4 6 ") && !strcmp(got, want), "evaluations at %s, expected %s", got, want);
+        /* the dev scores agree line by line */
+        for (const char *pa = a, *pb = b; (pa = strstr(pa, "\"dev_wer\":")) && (pb = strstr(pb, "\"dev_wer\":")); pa++, pb++)
+            CHECK_MSG(strtod(pa + 10, NULL) == strtod(pb + 10, NULL), "dev WER %s vs %s", pa, pb);
+    }
+    free(a);
+    free(b);
+    cli_run_remove(&r);
+}
+
+/* Ctrl-C while optimiser step 4 runs, or during its evaluation (evaluations every 2 steps): the
+ * evaluation of step 4, its log line and its saves are done, then the run stops there (exit 130);
+ * --resume goes on to step 6 with every evaluation logged once. */
+TEST(cli_train_interrupt_finishes_the_evaluation_of_its_step) {
+    static const char *const events[] = {"sigint@4", "sigint-eval@4"};
+    for (int e = 0; e < 2; e++) {
+        char cmd[4096], out[16384], got[64];
+        cli_run r;
+        CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+        const char *set = "--set train.steps=6 --set train.eval_every=2";
+        snprintf(cmd, sizeof cmd, "QKV_TRAIN_DEBUG=%s %s train %s %s", events[e], QKV_CLI_PATH, r.conf, set);
+        int rc = cli_exec(cmd, out, sizeof out);
+        CHECK_MSG(rc == 130 && strstr(out, "eval step 4") && strstr(out, "interrupted at step 4"), "%s: exit %d: %s", events[e], rc,
+                  out);
+        char *log = log_without_timing(r.run_dir);
+        if (log) eval_steps(log, got, sizeof got);
+        CHECK_MSG(log && !strcmp(got, "2 4 "), "%s: evaluations at %s", events[e], log ? got : "(no log)");
+        free(log);
+        snprintf(cmd, sizeof cmd, "%s train %s %s --resume", QKV_CLI_PATH, r.conf, set);
+        rc = cli_exec(cmd, out, sizeof out);
+        CHECK_MSG(rc == 0 && strstr(out, "at step 4") && !strstr(out, "eval step 4") && strstr(out, "eval step 6"),
+                  "%s: resume: exit %d: %s", events[e], rc, out);
+        log = log_without_timing(r.run_dir);
+        if (log) eval_steps(log, got, sizeof got);
+        CHECK_MSG(log && !strcmp(got, "2 4 6 "), "%s: evaluations at %s", events[e], log ? got : "(no log)");
+        free(log);
+        cli_run_remove(&r);
+    }
+}

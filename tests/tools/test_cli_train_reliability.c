@@ -241,3 +241,36 @@ TEST(cli_train_interrupt_finishes_the_evaluation_of_its_step) {
         cli_run_remove(&r);
     }
 }
+
+/* Whether directory dir holds a file whose name contains ".tmp." (a temporary left behind). */
+static bool has_temporary(const char *dir) {
+    char cmd[700], out[4096];
+    snprintf(cmd, sizeof cmd, "ls -a %s", dir);
+    cli_exec(cmd, out, sizeof out);
+    return strstr(out, ".tmp.") != NULL;
+}
+
+/* A file size limit (ulimit -f) reached while saving: SIGXFSZ no longer kills the trainer
+ * silently; the save fails with a message naming the file (EFBIG), the temporary is removed and
+ * the files of the previous save are intact. */
+TEST(cli_train_file_size_limit_is_a_clear_error) {
+    char cmd[4096], out[16384];
+    cli_run r;
+    CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=2 --set train.eval_every=2", QKV_CLI_PATH, r.conf);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
+    snprintf(cmd, sizeof cmd, "mkdir %s/before && cp %s/*.safetensors %s/before/", r.dir, r.run_dir, r.dir);
+    CHECK(system(cmd) == 0);
+    /* 4 blocks (2 or 4 KiB: dash counts 512 bytes, bash 1024): the log still grows, a model does not fit */
+    snprintf(cmd, sizeof cmd, "ulimit -f 4; %s train %s --set train.steps=4 --set train.eval_every=2 --resume", QKV_CLI_PATH,
+             r.conf);
+    const int rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1 && strstr(out, "File too large") && strstr(out, "last.safetensors"), "exit %d: %s", rc, out);
+    CHECK_MSG(!has_temporary(r.run_dir), "a temporary file was left in %s", r.run_dir);
+    const char *files[] = {"checkpoint.safetensors", "last.safetensors", "model.safetensors"};
+    char before[600];
+    snprintf(before, sizeof before, "%s/before", r.dir);
+    const char *differs = cli_first_different(before, r.run_dir, files, 3);
+    CHECK_MSG(!differs, "%s changed", differs);
+    cli_run_remove(&r);
+}

@@ -19,7 +19,9 @@
 #include "train_log.h"
 #include "qkv/qkv_viz.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -123,6 +125,42 @@ static void resume_visit(void *user, const tlog_line *l) {
     if (strcmp(l->type, "eval")) return;
     const double v = tlog_get(l, r->member);
     if (isfinite(v)) r->best = r->lower ? fmin(r->best, v) : fmax(r->best, v);
+}
+
+/* The process id of a temporary file name as the library's atomic writer makes them,
+ * "<name>.tmp.<pid>.<n>" (src/core/fileio.c: name not empty, pid and n decimal); 0 for any other
+ * name. */
+static long temporary_pid(const char *e) {
+    size_t i = strlen(e), j;
+    for (j = i; j > 0 && e[j - 1] >= '0' && e[j - 1] <= '9'; j--) {}
+    if (j == i || j == 0 || e[j - 1] != '.') return 0; /* <n> */
+    i = j - 1;
+    for (j = i; j > 0 && e[j - 1] >= '0' && e[j - 1] <= '9'; j--) {}
+    if (j == i || i - j > 9 || j <= 5 || strncmp(e + j - 5, ".tmp.", 5)) return 0; /* <pid>, a name before .tmp. */
+    return strtol(e + j, NULL, 10);
+}
+
+/* Remove the temporaries in dir that processes no longer running left behind (a kill during a
+ * save): a file whose pid is not a live process (kill(pid, 0) fails with ESRCH). A live process
+ * with that pid, even an unrelated one, keeps its files. Prints how many were removed. */
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const long pid = temporary_pid(e->d_name);
+        if (pid <= 0 || pid > INT_MAX || !(kill((pid_t)pid, 0) == -1 && errno == ESRCH)) continue;
+        char path[2048];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (unlink(path) == 0)
+            removed++;
+        else
+            fprintf(stderr, "qkv train: cannot remove the stale temporary %s: %s\n", path, strerror(errno));
+    }
+    closedir(d);
+    if (removed) printf("removed %d stale temporary file%s of stopped processes from %s\n", removed, removed > 1 ? "s" : "", dir);
 }
 
 static int fail(const char *what) {
@@ -241,6 +279,7 @@ int qkv_cmd_train(int argc, char **argv) {
         config_free(&cfg);
         return 1;
     }
+    remove_stale_temporaries(s->out_dir);
     qkv_set_num_threads((int)s->threads);
     int rc = 1;
     qkv_batcher *batcher = NULL;

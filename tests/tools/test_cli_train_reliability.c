@@ -10,6 +10,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *const tiny_model =
     "model.d_model = 8\nmodel.heads = 2\nmodel.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 16\n"
@@ -272,5 +275,60 @@ TEST(cli_train_file_size_limit_is_a_clear_error) {
     snprintf(before, sizeof before, "%s/before", r.dir);
     const char *differs = cli_first_different(before, r.run_dir, files, 3);
     CHECK_MSG(!differs, "%s changed", differs);
+    cli_run_remove(&r);
+}
+
+/* A process id that is not running: a child that has exited and been waited for. */
+static long dead_pid(void) {
+    const pid_t p = fork();
+    if (p == 0) _exit(0);
+    if (p > 0) waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+/* `qkv train` (fresh or --resume) first removes the temporaries "<name>.tmp.<pid>.<n>" that dead
+ * processes left in out.dir, and says how many; those of a live process and other names stay. */
+TEST(cli_train_removes_the_temporaries_of_dead_processes) {
+    char cmd[4096], out[16384], path[700];
+    cli_run r;
+    CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+    CHECK(mkdir(r.run_dir, 0777) == 0);
+    const long dead = dead_pid(), live = (long)getpid();
+    CHECK(dead > 0);
+    const char *stale[] = {"checkpoint.safetensors.tmp.%ld.0", "report.html.tmp.%ld.17"};
+    const char *kept[] = {"last.safetensors.tmp.%ld.3", "notes.tmp.%ld", "x.tmp.%ld.1a", ".tmp.%ld.0", "y.tmp.%ld..0"};
+    for (int i = 0; i < 2; i++) {
+        char name[200];
+        snprintf(name, sizeof name, stale[i], dead);
+        snprintf(path, sizeof path, "%s/%s", r.run_dir, name);
+        cli_write_file(path, "partial");
+    }
+    for (int i = 0; i < 5; i++) {
+        char name[200];
+        snprintf(name, sizeof name, kept[i], i == 0 ? live : dead);
+        snprintf(path, sizeof path, "%s/%s", r.run_dir, name);
+        cli_write_file(path, "keep");
+    }
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=2 --set train.eval_every=2", QKV_CLI_PATH, r.conf);
+    int rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "removed 2 stale temporary files"), "exit %d: %s", rc, out);
+    for (int i = 0; i < 2; i++) {
+        char name[200];
+        snprintf(name, sizeof name, stale[i], dead);
+        snprintf(path, sizeof path, "%s/%s", r.run_dir, name);
+        CHECK_MSG(!cli_exists(path), "%s is still there", path);
+    }
+    for (int i = 0; i < 5; i++) {
+        char name[200];
+        snprintf(name, sizeof name, kept[i], i == 0 ? live : dead);
+        snprintf(path, sizeof path, "%s/%s", r.run_dir, name);
+        CHECK_MSG(cli_exists(path), "%s was removed", path);
+    }
+    /* --resume too */
+    snprintf(path, sizeof path, "%s/log.jsonl.tmp.%ld.4", r.run_dir, dead);
+    cli_write_file(path, "partial");
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=3 --set train.eval_every=2 --resume", QKV_CLI_PATH, r.conf);
+    rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "removed 1 stale temporary file ") && !cli_exists(path), "resume: exit %d: %s", rc, out);
     cli_run_remove(&r);
 }

@@ -160,6 +160,14 @@ static char *log_without_timing(const char *run_dir) {
     return text;
 }
 
+/* The number of points of a report's series (its row in the table under the chart; -1: none). */
+static int report_points(const char *html, const char *series) {
+    char row[200];
+    snprintf(row, sizeof row, "<tr><td>%s</td><td class=\"num\">", series);
+    const char *p = strstr(html, row);
+    return p ? atoi(p + strlen(row)) : -1;
+}
+
 /* The steps of the eval lines of a log, as "2 4 6 ". */
 static void eval_steps(const char *log, char *out, size_t size) {
     out[0] = '\0';
@@ -190,6 +198,14 @@ TEST(cli_train_resume_cuts_the_log_back_to_the_checkpoint) {
     if (log) eval_steps(log, steps, sizeof steps);
     CHECK_MSG(log && !strcmp(steps, "2 4 "), "killed run: evaluations at %s", log ? steps : "(no log)");
     free(log);
+    /* the report of step 2's evaluation: a run in progress, which reloads itself */
+    char report[700];
+    snprintf(report, sizeof report, "%s/report.html", r.run_dir);
+    char *html = slurp(report);
+    CHECK_MSG(html && strstr(html, "<meta http-equiv=\"refresh\" content=\"10\">") && strstr(html, "running: step 2 of 6") &&
+                  report_points(html, "train loss") == 2,
+              "report of the killed run: %s", html ? html : "(none)");
+    free(html);
     char path[700];
     snprintf(path, sizeof path, "%s/log.jsonl", r.run_dir);
     FILE *f = fopen(path, "a");
@@ -206,12 +222,28 @@ TEST(cli_train_resume_cuts_the_log_back_to_the_checkpoint) {
         eval_steps(a, want, sizeof want);
         eval_steps(b, got, sizeof got);
         CHECK_MSG(!strcmp(want, "2 4 6 ") && !strcmp(got, want), "evaluations at %s, expected %s", got, want);
-        /* the dev scores agree line by line */
-        for (const char *pa = a, *pb = b; (pa = strstr(pa, "\"dev_wer\":")) && (pb = strstr(pb, "\"dev_wer\":")); pa++, pb++)
-            CHECK_MSG(strtod(pa + 10, NULL) == strtod(pb + 10, NULL), "dev WER %s vs %s", pa, pb);
+        /* line for line the log of the run that never stopped, losses and dev scores included */
+        CHECK_MSG(!strcmp(a, b), "the resumed log:\n%s\ndiffers from the uninterrupted one:\n%s", b, a);
     }
     free(a);
     free(b);
+    /* the report, rebuilt from the kept log lines, draws the whole run */
+    char ra[700], rb[700];
+    snprintf(ra, sizeof ra, "%s/report.html", straight_dir);
+    snprintf(rb, sizeof rb, "%s/report.html", r.run_dir);
+    char *ha = slurp(ra), *hb = slurp(rb);
+    CHECK(ha && hb);
+    if (ha && hb) {
+        static const char *const series[] = {"train loss", "learning rate", "gradient norm", "tok/s", "dev WER", "dev PER"};
+        static const int points[] = {6, 6, 6, 6, 3, 3};
+        for (int i = 0; i < 6; i++)
+            CHECK_MSG(report_points(ha, series[i]) == points[i] && report_points(hb, series[i]) == points[i],
+                      "%s: %d points straight, %d resumed, expected %d", series[i], report_points(ha, series[i]),
+                      report_points(hb, series[i]), points[i]);
+        CHECK(!strstr(hb, "http-equiv"));
+    }
+    free(ha);
+    free(hb);
     cli_run_remove(&r);
 }
 
@@ -330,5 +362,78 @@ TEST(cli_train_removes_the_temporaries_of_dead_processes) {
     snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=3 --set train.eval_every=2 --resume", QKV_CLI_PATH, r.conf);
     rc = cli_exec(cmd, out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "removed 1 stale temporary file ") && !cli_exists(path), "resume: exit %d: %s", rc, out);
+    cli_run_remove(&r);
+}
+
+/* Every member of every train line of a log is there and a number (elapsed_s, throughput and the
+ * gradient norm can be null only where JSON demands it: never here). */
+static void check_train_members(const char *run_dir) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
+    char *text = slurp(path);
+    if (!text) return;
+    static const char *const members[] = {"epoch", "loss", "lr", "grad_norm", "throughput", "elapsed_s", "skipped"};
+    for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        qkv_json_doc *doc = NULL;
+        if (qkv_json_parse(line, (size_t)(nl - line), &doc, NULL) != QKV_OK) continue; /* check_log reports it */
+        const qkv_json_value *root = qkv_json_root(doc), *t = qkv_json_get(root, "type");
+        if (t && t->type == QKV_JSON_STRING && !strcmp(t->str, "train"))
+            for (int i = 0; i < 7; i++) {
+                const qkv_json_value *v = qkv_json_get(root, members[i]);
+                CHECK_MSG(v && (v->type == QKV_JSON_INT || v->type == QKV_JSON_NUMBER), "%s: %s in %.*s", path, members[i],
+                          (int)(nl - line), line);
+            }
+        qkv_json_free(doc);
+    }
+    free(text);
+}
+
+/* Every logged step is a train line of log.jsonl (log_every 1: all 12; log_every 5: steps 5, 10,
+ * the evaluation steps 4, 8 and the last), and report.html draws them all: loss, learning rate,
+ * gradient norm and throughput over every train line, the dev metrics over the evaluations. The
+ * final report no longer reloads itself. */
+TEST(cli_train_logs_every_step_and_reports_it) {
+    char cmd[4096], out[16384], path[700];
+    cli_run r;
+    CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=12 --set train.eval_every=4 --set train.log_every=1", QKV_CLI_PATH,
+             r.conf);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
+    int64_t top = -1;
+    int train = 0, eval = 0;
+    CHECK(check_log(r.run_dir, "train", &top, &train) == 15 && top == 12 && train == 12);
+    CHECK(check_log(r.run_dir, "eval", NULL, &eval) == 15 && eval == 3);
+    check_train_members(r.run_dir);
+    snprintf(path, sizeof path, "%s/report.html", r.run_dir);
+    char *html = slurp(path);
+    CHECK(html);
+    if (html) {
+        static const char *const series[] = {"train loss", "learning rate", "gradient norm", "tok/s", "dev WER", "dev PER"};
+        static const int points[] = {12, 12, 12, 12, 3, 3};
+        for (int i = 0; i < 6; i++)
+            CHECK_MSG(report_points(html, series[i]) == points[i], "%s: %d points, expected %d", series[i],
+                      report_points(html, series[i]), points[i]);
+        /* the loss curve is one path through the 12 points */
+        const char *chart = strstr(html, "<h2>training loss");
+        const char *d = chart ? strstr(chart, "<path d=\"") : NULL;
+        int moves = 0, lines = 0;
+        for (const char *p = d ? d + 9 : ""; *p && *p != '"'; p++) moves += *p == 'M', lines += *p == 'L';
+        CHECK_MSG(moves == 1 && lines == 11, "loss path: M %d, L %d", moves, lines);
+        CHECK_MSG(!strstr(html, "http-equiv") && strstr(html, "finished: 12 steps"), "final report: %s", html);
+    }
+    free(html);
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=12 --set train.eval_every=4 --set train.log_every=5 --set out.dir=%s/five",
+             QKV_CLI_PATH, r.conf, r.dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
+    char five[600];
+    snprintf(five, sizeof five, "%s/five", r.dir);
+    char *log = log_without_timing(five);
+    CHECK(log && check_log(five, "train", NULL, &train) == 8 && train == 5);
+    for (int i = 0, steps[5] = {4, 5, 8, 10, 12}; log && i < 5; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "{\"type\":\"train\",\"step\":%d,", steps[i]);
+        CHECK_MSG(strstr(log, head), "no train line at step %d: %s", steps[i], log);
+    }
+    free(log);
     cli_run_remove(&r);
 }

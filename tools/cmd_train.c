@@ -3,16 +3,20 @@
  * of the task families of task.h (the `task` key: seq2seq, e.g. G2P; tagging; classify; image; lm)
  * from a configuration file (docs/cli.md lists every key). The loop is the same for every task.
  *
- * Every train.eval_every steps: the task scores the dev set (seq2seq: multi-reference WER / PER;
- * tagging, classify and image: accuracies; lm: cross-entropy, perplexity, bits per character), a
- * line goes to out.dir/log.jsonl ("dev_<metric>" members), the model is saved as last.safetensors,
- * and as model.safetensors when the task's selection metric is the best so far (with train.ema the
- * parameter average is scored and saved instead of the last step's weights); the trainer state
- * goes to checkpoint.safetensors so --resume continues bit-identically. On a terminal the progress
- * is a live bar; otherwise plain log lines.
- * Ctrl-C finishes the step under way (its log line, evaluation and saves) and saves a checkpoint
- * first. --resume cuts log.jsonl back to the checkpoint's step, so the steps that run again are
- * logged once.
+ * Every train.log_every steps a "train" line goes to out.dir/log.jsonl (train_log.h: loss,
+ * learning rate, gradient norm, throughput). Every train.eval_every steps: the task scores the dev
+ * set (seq2seq: multi-reference WER / PER; tagging, classify and image: accuracies; lm:
+ * cross-entropy, perplexity, bits per character), an "eval" line goes to log.jsonl ("dev_<metric>"
+ * members), the model is saved as last.safetensors, and as model.safetensors when the task's
+ * selection metric is the best so far (with train.ema the parameter average is scored and saved
+ * instead of the last step's weights); the trainer state goes to checkpoint.safetensors so
+ * --resume continues bit-identically; report.html draws the log (train_report.h). On a terminal
+ * the progress is a live bar; otherwise plain log lines.
+ * A step whose loss or gradient norm is not finite is never applied: the run stops, keeping the
+ * last checkpoint, or skips it (train.nonfinite). Ctrl-C finishes the step under way (its log
+ * line, evaluation and saves) and saves a checkpoint first. --resume cuts log.jsonl back to the
+ * checkpoint's step, so the steps that run again are logged once, and removes the temporaries of
+ * dead processes.
  */
 #include "commands.h"
 #include "task.h"
@@ -176,27 +180,28 @@ enum { NONFINITE_STOP, NONFINITE_SKIP };
  * first (K) attempts at optimiser step S and restores it after each; "sigint@S" raises SIGINT
  * once step S is applied (before its log line, evaluation and saves), "sigint-eval@S" just before
  * the evaluation of step S, "kill@S" raises SIGKILL once the evaluation of step S is logged,
- * before its saves. */
+ * before its saves; "nan-weights@S" sets the first element of the first parameter to NaN once
+ * step S is applied, for good. */
 typedef struct {
-    int64_t nan_step, nan_count, sigint_step, sigint_eval_step, kill_step;
+    int64_t nan_step, nan_count, sigint_step, sigint_eval_step, kill_step, nan_weights_step;
 } debug_events;
 
 static bool parse_debug(const char *text, debug_events *d) {
-    d->nan_step = d->sigint_step = d->sigint_eval_step = d->kill_step = -1;
+    d->nan_step = d->sigint_step = d->sigint_eval_step = d->kill_step = d->nan_weights_step = -1;
     d->nan_count = 0;
     if (!text) return true;
-    static const char *const names[] = {"nan", "sigint", "sigint-eval", "kill"};
-    int64_t *steps[] = {&d->nan_step, &d->sigint_step, &d->sigint_eval_step, &d->kill_step};
+    static const char *const names[] = {"nan", "sigint", "sigint-eval", "kill", "nan-weights"};
+    int64_t *steps[] = {&d->nan_step, &d->sigint_step, &d->sigint_eval_step, &d->kill_step, &d->nan_weights_step};
     for (const char *p = text; *p;) {
         const char *at = strchr(p, '@');
         int e = -1;
-        for (int i = 0; at && i < 4; i++)
+        for (int i = 0; at && i < 5; i++)
             if ((size_t)(at - p) == strlen(names[i]) && !strncmp(p, names[i], strlen(names[i]))) e = i;
         long long step = 0, count = 1;
         int used = 0;
         if (e < 0 || sscanf(at, "@%lld%n", &step, &used) != 1 || step < 1) {
             fprintf(stderr, "qkv train: QKV_TRAIN_DEBUG='%s': cannot read '%s' (EVENT@STEP, EVENT one of nan, sigint, "
-                            "sigint-eval, kill)\n", text, p);
+                            "sigint-eval, kill, nan-weights)\n", text, p);
             return false;
         }
         p = at + used;
@@ -409,6 +414,7 @@ int qkv_cmd_train(int argc, char **argv) {
         lg.eval_loss += loss, lg.eval_steps++;
         const int64_t step = qkv_trainer_steps(trainer);
         if (step == debug.sigint_step) raise(SIGINT);
+        if (step == debug.nan_weights_step) ((qkv_real *)qkv_params_get(model->params, 0)->data)[0] = (qkv_real)NAN;
         const double t = now();
         if (t - t_since > 1.0) {
             tok_rate = tokens_since / (t - t_since);
@@ -445,6 +451,18 @@ int qkv_cmd_train(int argc, char **argv) {
             }
         }
         if (eval_due) {
+            /* a model with a NaN or infinite weight (an overflow in an update whose gradients were
+             * finite) is neither evaluated nor saved: the files on disk stay the last good ones */
+            if (qkv_trainer_check_finite(trainer)) {
+                fprintf(stderr, "qkv train: %s\n", qkv_last_error());
+                if (saved_step >= 0)
+                    fprintf(stderr, "qkv train: training stopped; %s holds step %lld (--resume continues from it)\n", ckpt,
+                            (long long)saved_step);
+                else
+                    fprintf(stderr, "qkv train: training stopped before a checkpoint was saved\n");
+                snprintf(status, sizeof status, "stopped at step %lld: a parameter was not finite", (long long)step);
+                goto done;
+            }
             task_metrics m;
             const double e0 = now();
             /* with train.ema the average is what is scored and saved (model, last) */

@@ -112,6 +112,28 @@ TEST(cli_train_stops_on_a_nonfinite_loss_keeping_the_last_checkpoint) {
     cli_run_remove(&r);
 }
 
+/* A weight that became NaN in an applied step (an overflow in an update whose gradients were
+ * finite) is caught before the evaluation: nothing is evaluated or saved, so last.safetensors and
+ * checkpoint.safetensors stay those of step 2, byte for byte. */
+TEST(cli_train_never_saves_nonfinite_weights) {
+    char cmd[4096], out[16384];
+    cli_run r;
+    CHECK(cli_run_seq2seq(&r, NULL, tiny_model));
+    snprintf(cmd, sizeof cmd, "%s train %s --set train.steps=2 --set out.dir=%s/two", QKV_CLI_PATH, r.conf, r.dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "two steps: %s", out);
+    snprintf(cmd, sizeof cmd, "QKV_TRAIN_DEBUG=nan-weights@4 %s train %s --set train.steps=6 --set train.eval_every=2",
+             QKV_CLI_PATH, r.conf);
+    const int rc = cli_exec(cmd, out, sizeof out);
+    CHECK_MSG(rc == 1 && strstr(out, "is nan after step 4") && strstr(out, "holds step 2") && !strstr(out, "eval step 4"),
+              "exit %d: %s", rc, out);
+    const char *files[] = {"checkpoint.safetensors", "last.safetensors", "model.safetensors"};
+    char two[600];
+    snprintf(two, sizeof two, "%s/two", r.dir);
+    const char *differs = cli_first_different(two, r.run_dir, files, 3);
+    CHECK_MSG(!differs, "%s is not that of step 2", differs);
+    cli_run_remove(&r);
+}
+
 /* train.nonfinite = skip: two NaN attempts at step 3 are skipped (logged, counted) and the run
  * reaches its last step; a step that never becomes finite stops it after 100 attempts. */
 TEST(cli_train_skips_nonfinite_steps_when_asked) {

@@ -5,6 +5,7 @@
 #include "qkv/qkv.h"
 #include "commands.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,11 @@ int main(int argc, char **argv) {
     /* Before anything is read or written: where OpenBLAS fell back to its generic kernels on a
      * CPU it does not know, start again with its AVX-512 / AVX2 ones (qkv_base.h). */
     if (qkv_blas_reexec_with_advice(argv) != QKV_OK) fprintf(stderr, "qkv: note: %s\n", qkv_last_error());
+    /* A file size limit (ulimit -f) reached while writing sends SIGXFSZ, whose default action kills
+     * the process with no message and a temporary file left behind; ignored, the write fails with
+     * EFBIG instead, and the atomic writers report it and remove their temporary as for a full
+     * disk. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return 2;

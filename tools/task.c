@@ -194,7 +194,7 @@ bool task_read_common(config *cfg, task_settings *s) {
         !config_double(cfg, "train.label_smoothing", 0.1, 0, 1, &t->label_smoothing) ||
         !config_double(cfg, "train.ema", 0, 0, 0.999999, &t->ema_decay) ||
         !config_double(cfg, "train.beta2", t->optim.beta2, 0, 0.999999, &t->optim.beta2) ||
-        !config_double(cfg, "train.eps", t->optim.eps, 0, 1, &t->optim.eps) ||
+        !config_double(cfg, "train.eps", t->optim.eps, 1e-30, 1, &t->optim.eps) ||
         !config_int(cfg, "train.accum", 1, 1, 1 << 20, &v))
         return false;
     t->accum_steps = (int32_t)v;

@@ -40,7 +40,9 @@ typedef enum qkv_status {
     QKV_ERR_UNSUPPORTED, /* valid request this build cannot serve */
     QKV_ERR_STATE,       /* call made in the wrong state (e.g. backward without a tape) */
     QKV_ERR_BACKEND,     /* BLAS / OpenMP / later CUDA, MPI */
-    QKV_ERR_NUMERIC      /* a NaN or infinity where a result must be finite (logits, a loss) */
+    QKV_ERR_NONFINITE    /* a NaN or infinite value where a finite one is needed (logits of
+                            inference, a training step's loss or gradient norm, parameters to
+                            save) */
 } qkv_status;
 
 /* "0.1.0 (float, blas=openblas, openmp=on)" */

@@ -52,6 +52,11 @@ QKV_API qkv_optim_config qkv_optim_default(qkv_optim_kind kind);
  * or non-finite lr, or an out-of-range setting (as torch rejects them). */
 QKV_API qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step,
                                   double lr);
+/* The checks qkv_optim_step makes of c alone (for a caller that wants them before the first
+ * step): QKV_OK, or QKV_ERR_INVALID_ARG naming the bad setting. Adam(W)'s eps must be > 0 (also
+ * once rounded to qkv_real): with eps = 0, which torch allows, a parameter whose gradient has
+ * always been 0 gets 0 / 0 = NaN. */
+QKV_API qkv_status qkv_optim_check(const qkv_optim_config *c);
 
 /* ---- learning-rate schedules ------------------------------------------------------------------
  * step is the 1-based optimiser step; every schedule gives 0 at step <= 0 except CONSTANT.

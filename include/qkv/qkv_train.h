@@ -138,6 +138,13 @@ typedef struct qkv_trainer qkv_trainer;
 QKV_API qkv_status qkv_trainer_new(qkv_model *m, const qkv_train_config *c, qkv_trainer **out);
 QKV_API void qkv_trainer_free(qkv_trainer *t); /* accepts NULL */
 
+/* What made a training step non-finite (qkv_step_stats.nonfinite). */
+typedef enum qkv_nonfinite {
+    QKV_FINITE = 0,          /* nothing: the step's loss and gradient norm are finite */
+    QKV_NONFINITE_LOSS = 1,  /* the loss of a batch (with its guided / length terms) */
+    QKV_NONFINITE_GRAD = 2   /* the gradient norm of the accumulated batches */
+} qkv_nonfinite;
+
 typedef struct qkv_step_stats {
     double loss;          /* mean cross-entropy of the batch (what is logged; NAT: over the masked
                              positions) */
@@ -148,11 +155,23 @@ typedef struct qkv_step_stats {
     double lr;            /* rate used by the optimiser step (0 when only accumulating) */
     double gold_probability; /* scheduled sampling's p_gold this step */
     bool stepped;         /* an optimiser step was taken (every accum_steps batches) */
+    qkv_nonfinite nonfinite; /* with QKV_ERR_NONFINITE: what was NaN or infinite */
 } qkv_step_stats;
 
 /* Forward, backward and (every accum_steps calls) clip + optimiser step. Gradients of the
  * accumulated batches are averaged. Malformed batches (ids outside the vocabulary, lengths over
- * max_len, shapes that do not fit the model) are errors with a message; the model is unchanged. */
+ * max_len, shapes that do not fit the model) are errors with a message; the model is unchanged.
+ *
+ * Non-finite steps are never applied. When a batch's loss is NaN or infinite (checked before the
+ * backward), or the gradient norm of the accumulated batches is (checked before clipping and the
+ * optimiser step), the call returns QKV_ERR_NONFINITE with a message naming the optimiser step
+ * (qkv_trainer_steps() + 1), the quantity and, for the gradient, the first parameter holding a
+ * non-finite gradient element; stats (when not NULL) is filled as far as it was computed (loss,
+ * grad_norm, stepped = false, nonfinite saying which). The parameters, the optimiser moments, the
+ * parameter average and the step count are as before the call, and the batches of the current
+ * accumulation are dropped. The caller stops (what the CLI does by default), or skips the step by
+ * calling again with the next batch, as mixed-precision trainers do after an overflow (the RNG
+ * position has moved on, so a skip is deterministic but not a no-op for the bits that follow). */
 QKV_API qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats);
 /* Loss of a batch without training (no dropout, no gradient). NAT: the masked cross-entropy under
  * the mask qkv_nat_sample_mask draws at the trainer's next RNG step (which it does not move). */
@@ -166,6 +185,10 @@ QKV_API qkv_status qkv_trainer_swap_ema(qkv_trainer *t);
 /* Whether the trainer keeps a parameter average (ema_decay > 0). */
 QKV_API bool qkv_trainer_has_ema(const qkv_trainer *t);
 
+/* QKV_OK when every parameter (and the parameter average) is finite; else QKV_ERR_NONFINITE
+ * naming the first parameter and element that is not. One pass over the parameters. */
+QKV_API qkv_status qkv_trainer_check_finite(const qkv_trainer *t);
+
 /* Optimiser steps taken so far. */
 QKV_API int64_t qkv_trainer_steps(const qkv_trainer *t);
 QKV_API qkv_ctx *qkv_trainer_ctx(qkv_trainer *t);
@@ -175,7 +198,8 @@ QKV_API qkv_ctx *qkv_trainer_ctx(qkv_trainer *t);
  * a fingerprint of the data and batching options, e.g. qkv_batch_pos) in metadata, the model
  * configuration; written to a temporary file and renamed. Resuming from a checkpoint and
  * continuing gives bit-identical parameters to never having stopped. Saving between the batches
- * of an accumulation is refused (QKV_ERR_STATE). */
+ * of an accumulation is refused (QKV_ERR_STATE), and so are non-finite parameters
+ * (QKV_ERR_NONFINITE, qkv_trainer_check_finite): a checkpoint is never a diverged model. */
 QKV_API qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data_epoch,
                                     int64_t data_batch, uint64_t data_fingerprint);
 /* Load into a trainer whose model has the checkpoint's configuration. The outputs may be NULL. */

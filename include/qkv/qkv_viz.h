@@ -187,6 +187,8 @@ typedef struct qkv_train_report {
     int n_info;
     const qkv_chart *charts;
     int n_charts;
+    int refresh_s; /* > 0: the page reloads itself every refresh_s seconds (a report of a run in
+                      progress, <meta http-equiv="refresh">); 0: a final report. At most 86400. */
 } qkv_train_report;
 
 /* One chart as an SVG document: axes with "nice" ticks (1, 2, 5 times a power of ten; powers of

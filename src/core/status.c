@@ -26,7 +26,7 @@ const char *qkv_status_str(qkv_status s) {
     case QKV_ERR_UNSUPPORTED: return "unsupported";
     case QKV_ERR_STATE: return "invalid state";
     case QKV_ERR_BACKEND: return "backend error";
-    case QKV_ERR_NUMERIC: return "non-finite value";
+    case QKV_ERR_NONFINITE: return "non-finite value";
     }
     return "unknown status";
 }

@@ -295,7 +295,7 @@ qkv_tensor *qkv__finite_output(qkv_ctx *ctx, const char *op, qkv_tensor *y) {
         if (rest > 0 && (size_t)(k + rest) < sizeof at) k += rest;
     }
     snprintf(at + k, sizeof at - (size_t)k, ")");
-    return QKV_FAIL(ctx, QKV_ERR_NUMERIC,
+    return QKV_FAIL(ctx, QKV_ERR_NONFINITE,
                     "%s: the output holds %s at %s of a %dD result: the model's weights or configuration "
                     "overflow float arithmetic",
                     op, isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf", at, y->ndim);

@@ -36,6 +36,9 @@ qkv_status qkv_trainer_save(const qkv_trainer *t, const char *path, int64_t data
                                         "optimiser step", t->accumulated);
     if (t->ema_swapped)
         return QKV_ERROR(QKV_ERR_STATE, "qkv_trainer_save: the model holds the parameter average; swap it back first");
+    char what[320];
+    if (qkv__trainer_nonfinite(t, what, sizeof what))
+        return QKV_ERROR(QKV_ERR_NONFINITE, "qkv_trainer_save: %s: not saved: %s", path, what);
     const qkv_params *p = t->model->params;
     const int64_t n = qkv_params_count(p), blocks = t->ema ? 4 : 3;
     qkv_st_tensor *ts = calloc((size_t)(blocks * n), sizeof *ts);

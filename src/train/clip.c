@@ -12,7 +12,7 @@
  */
 #include "qkv/qkv_optim.h"
 
-#include "../core/internal.h"
+#include "trainer_internal.h"
 #include "../kernels/rowreduce.h"
 #include "../kernels/select.h"
 
@@ -40,7 +40,9 @@ static void scale_range(qkv_real *restrict g, qkv_real c, int64_t n) {
     for (int64_t i = body; i < n; i++) g[i] *= c;
 }
 
-double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
+/* The norm of p's gradients, and the scaling when max_norm > 0 and it clips; with only_finite,
+ * a non-finite norm leaves the gradients as they are. */
+static double clip(qkv_params *p, double max_norm, bool only_finite) {
     qkv_real *g = qkv_params_block(p, QKV_BLOCK_GRAD);
     if (!g) {
         QKV_ERROR(p ? QKV_ERR_STATE : QKV_ERR_INVALID_ARG, "qkv_clip_grad_norm: %s",
@@ -63,7 +65,7 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
     for (int64_t k = 0; k < parts; k++)
         total += partial[k];
     const double norm = sqrt(total);
-    if (max_norm > 0) {
+    if (max_norm > 0 && !(only_finite && !isfinite(norm))) {
         const double c = max_norm / (norm + 1e-6);
         if (!(c >= 1)) { /* also NaN: torch's clamp keeps it and the gradients become NaN */
             const qkv_real cr = (qkv_real)c;
@@ -79,3 +81,7 @@ double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
     }
     return norm;
 }
+
+double qkv_clip_grad_norm(qkv_params *p, double max_norm) { return clip(p, max_norm, false); }
+
+double qkv__clip_grad_norm_finite(qkv_params *p, double max_norm) { return clip(p, max_norm, true); }

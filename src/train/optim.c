@@ -119,47 +119,52 @@ static int64_t param_at(const qkv_params *p, const qkv_real *base, int64_t e) {
     return lo;
 }
 
-static qkv_status check_config(const qkv_optim_config *c, int64_t step, double lr) {
-    if (!(lr >= 0) || !isfinite(lr))
-        return QKV_ERROR(QKV_ERR_INVALID_ARG,
-                         "qkv_optim_step: learning rate %g must be finite "
-                         "and >= 0",
-                         lr);
+/* The settings alone (fn names the caller in messages). */
+static qkv_status check_settings(const char *fn, const qkv_optim_config *c) {
     if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
-        return QKV_ERROR(QKV_ERR_INVALID_ARG,
-                         "qkv_optim_step: weight_decay %g must be finite and "
-                         ">= 0",
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: weight_decay %g must be finite and >= 0", fn,
                          c->weight_decay);
     switch (c->kind) {
     case QKV_OPTIM_SGD:
         if (!(c->momentum >= 0) || !isfinite(c->momentum))
-            return QKV_ERROR(QKV_ERR_INVALID_ARG,
-                             "qkv_optim_step: SGD momentum %g must be finite "
-                             "and >= 0",
-                             c->momentum);
+            return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: SGD momentum %g must be finite and >= 0",
+                             fn, c->momentum);
         if (c->nesterov && c->momentum == 0)
-            return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: Nesterov momentum needs "
-                                                  "momentum > 0");
+            return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: Nesterov momentum needs momentum > 0", fn);
         return QKV_OK;
     case QKV_OPTIM_ADAM:
     case QKV_OPTIM_ADAMW:
         if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
-            return QKV_ERROR(QKV_ERR_INVALID_ARG,
-                             "qkv_optim_step: betas (%g, %g) must be in "
-                             "[0, 1)",
+            return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: betas (%g, %g) must be in [0, 1)", fn,
                              c->beta1, c->beta2);
-        if (!(c->eps >= 0) || !isfinite(c->eps))
-            return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: eps %g must be finite and >= 0",
-                             c->eps);
-        if (step < 1)
+        /* torch accepts eps = 0, but then a parameter whose gradient has been 0 since the start
+         * (an unused embedding row) is updated by 0 / (0 + 0) = NaN at the first step */
+        if (!((qkv_real)c->eps > 0) || !isfinite(c->eps))
             return QKV_ERROR(QKV_ERR_INVALID_ARG,
-                             "qkv_optim_step: step %lld must be >= 1 (it is "
-                             "1-based: the bias corrections use beta^step)",
-                             (long long)step);
+                             "%s: eps %g must be finite and > 0 (and not 0 once rounded to %s)", fn,
+                             c->eps, sizeof(qkv_real) == 4 ? "float" : "double");
         return QKV_OK;
     }
-    return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: unknown optimiser kind %d",
-                     (int)c->kind);
+    return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: unknown optimiser kind %d", fn, (int)c->kind);
+}
+
+qkv_status qkv_optim_check(const qkv_optim_config *c) {
+    if (!c) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_check: NULL argument");
+    return check_settings("qkv_optim_check", c);
+}
+
+static qkv_status check_config(const qkv_optim_config *c, int64_t step, double lr) {
+    if (!(lr >= 0) || !isfinite(lr))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_optim_step: learning rate %g must be finite and >= 0", lr);
+    qkv_status st = check_settings("qkv_optim_step", c);
+    if (st != QKV_OK) return st;
+    if (c->kind != QKV_OPTIM_SGD && step < 1)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG,
+                         "qkv_optim_step: step %lld must be >= 1 (it is 1-based: the bias "
+                         "corrections use beta^step)",
+                         (long long)step);
+    return QKV_OK;
 }
 
 qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step, double lr) {

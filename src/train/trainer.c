@@ -60,6 +60,8 @@ static qkv_status check_config(const qkv_model *m, const qkv_train_config *c) {
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: exponential scheduled sampling needs 0 < k < 1, got %g", c->ss_k);
     if (c->ss_kind == QKV_SS_INVERSE_SIGMOID && !(c->ss_k >= 1))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: inverse-sigmoid scheduled sampling needs k >= 1, got %g", c->ss_k);
+    qkv_status st = qkv_optim_check(&c->optim);
+    if (st) return st;
     if ((c->ss_kind != QKV_SS_NONE || c->guided_weight != 0) && m->cfg.arch != QKV_ARCH_ENCODER_DECODER)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: scheduled sampling and guided attention need an encoder-decoder");
     if (!(c->guided_weight >= 0) || !(c->guided_sigma > 0))
@@ -255,6 +257,54 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     return ce;
 }
 
+/* "nan", "inf" or "-inf" (printf's "%g" may print "-nan"). */
+static const char *nonfinite_name(double v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+
+/* The first parameter element of block b (data, gradient) that is not finite: its index and
+ * element, or -1. */
+static int64_t first_nonfinite(const qkv_params *p, const qkv_real *block, int64_t *element) {
+    const qkv_real *base = qkv_params_block(p, QKV_BLOCK_DATA);
+    for (int64_t k = 0, n = qkv_params_count(p); k < n; k++) {
+        const qkv_tensor *x = qkv_params_get((qkv_params *)p, k);
+        const qkv_real *v = block + ((const qkv_real *)x->data - base);
+        for (int64_t i = 0, numel = qkv_tensor_numel(x); i < numel; i++)
+            if (!isfinite(v[i])) {
+                *element = i;
+                return k;
+            }
+    }
+    return -1;
+}
+
+bool qkv__trainer_nonfinite(const qkv_trainer *t, char *what, size_t size) {
+    const qkv_params *p = t->model->params;
+    const qkv_real *base = qkv_params_block(p, QKV_BLOCK_DATA);
+    for (int b = 0; b < (t->ema ? 2 : 1); b++) {
+        /* while the average is swapped in, the model holds it and ema the training weights */
+        const bool average = (b == 1) != t->ema_swapped;
+        const qkv_real *block = b == 0 ? base : t->ema;
+        int64_t e = 0;
+        const int64_t k = first_nonfinite(p, block, &e);
+        if (k >= 0) {
+            const qkv_tensor *x = qkv_params_get((qkv_params *)p, k);
+            const double v = (double)block[((const qkv_real *)x->data - base) + e];
+            snprintf(what, size, "%s%.200s, element %lld, is %s after step %lld",
+                     average ? "the parameter average of " : "parameter ", x->name, (long long)e,
+                     nonfinite_name(v), (long long)t->steps);
+            return true;
+        }
+    }
+    return false;
+}
+
+qkv_status qkv_trainer_check_finite(const qkv_trainer *t) {
+    if (!t) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_check_finite: NULL argument");
+    char what[320];
+    if (qkv__trainer_nonfinite(t, what, sizeof what))
+        return QKV_ERROR(QKV_ERR_NONFINITE, "qkv_trainer_check_finite: %s", what);
+    return QKV_OK;
+}
+
 qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_stats *stats) {
     if (!t || !b) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_step: NULL argument");
     if (t->ema_swapped)
@@ -273,18 +323,44 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
     qkv_tensor *loss = batch_loss(ctx, t, b, s.gold_probability, &ce, &guided, &length, &s.tokens);
     if (loss && t->cfg.accum_steps > 1) loss = qkv_scale(ctx, loss, 1.0 / t->cfg.accum_steps); /* average */
     qkv_status st = qkv_ctx_status(ctx);
+    if (!st) {
+        s.loss = (double)qkv__data(ce)[0];
+        s.guided_loss = guided ? (double)qkv__data(guided)[0] : 0;
+        s.length_loss = length ? (double)qkv__data(length)[0] : 0;
+        if (!isfinite((double)qkv__data(loss)[0])) {
+            const char *what = !isfinite(s.loss)          ? "the loss"
+                               : !isfinite(s.guided_loss) ? "the guided attention loss"
+                               : !isfinite(s.length_loss) ? "the length loss"
+                                                          : "the weighted sum of the losses";
+            const double v = !isfinite(s.loss) ? s.loss : !isfinite(s.guided_loss) ? s.guided_loss
+                             : !isfinite(s.length_loss) ? s.length_loss : (double)qkv__data(loss)[0];
+            s.nonfinite = QKV_NONFINITE_LOSS;
+            st = QKV_ERROR(QKV_ERR_NONFINITE, "qkv_trainer_step: step %lld: %s is %s; the step was not applied",
+                           (long long)(t->steps + 1), what, nonfinite_name(v));
+        }
+    }
     if (!st) st = qkv_backward(ctx, loss);
     if (st) {
         /* nothing was applied; drop a partial accumulation so the next step starts clean */
         t->accumulated = 0;
+        if (st == QKV_ERR_NONFINITE && stats) *stats = s;
         return st;
     }
-    s.loss = (double)qkv__data(ce)[0];
-    s.guided_loss = guided ? (double)qkv__data(guided)[0] : 0;
-    s.length_loss = length ? (double)qkv__data(length)[0] : 0;
     if (++t->accumulated == t->cfg.accum_steps) {
         t->accumulated = 0;
-        s.grad_norm = qkv_clip_grad_norm(p, t->cfg.clip_norm);
+        s.grad_norm = qkv__clip_grad_norm_finite(p, t->cfg.clip_norm);
+        if (!isfinite(s.grad_norm)) {
+            int64_t e = 0;
+            const int64_t k = first_nonfinite(p, qkv_params_block(p, QKV_BLOCK_GRAD), &e);
+            char where[300] = "";
+            if (k >= 0)
+                snprintf(where, sizeof where, " (first non-finite gradient: %.200s, element %lld)",
+                         qkv_params_get(p, k)->name, (long long)e);
+            s.nonfinite = QKV_NONFINITE_GRAD;
+            if (stats) *stats = s;
+            return QKV_ERROR(QKV_ERR_NONFINITE, "qkv_trainer_step: step %lld: the gradient norm is %s%s; the step was not applied",
+                             (long long)(t->steps + 1), nonfinite_name(s.grad_norm), where);
+        }
         s.lr = qkv_lr_at(&t->cfg.schedule, t->steps + 1);
         st = qkv_optim_step(p, &t->cfg.optim, t->steps + 1, s.lr);
         if (st) return st;

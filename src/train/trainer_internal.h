@@ -14,6 +14,13 @@ struct qkv_trainer {
     bool ema_swapped;    /* the model holds the average, ema the training weights */
 };
 
+/* trainer.c: whether a parameter (or the average) holds a non-finite value; what says which. */
+bool qkv__trainer_nonfinite(const qkv_trainer *t, char *what, size_t size);
+
+/* clip.c: qkv_clip_grad_norm, but a non-finite norm leaves the gradients unscaled (so the
+ * trainer can still find the parameter whose gradient is not finite). */
+double qkv__clip_grad_norm_finite(qkv_params *p, double max_norm);
+
 /* ema.c */
 double qkv__ema_decay_at(double decay, int64_t step);
 qkv_status qkv__ema_init(qkv_trainer *t);

@@ -1,7 +1,8 @@
 /*
  * html.c: the frame of the HTML pages (attention maps, training report): HTML5 with the
  * character set declared, one inline style sheet, no script and no external resource, so a page
- * is one file that opens anywhere, offline.
+ * is one file that opens anywhere, offline. A page of something in progress may reload itself
+ * (<meta http-equiv="refresh">), which needs no script either.
  */
 #include "viz_internal.h"
 
@@ -23,10 +24,13 @@ static const char css[] =
     "td.num{text-align:right;font-family:monospace}\n"
     ".note{color:#555555;font-size:13px}\n";
 
-void vz_html_begin(vz_buf *b, const char *title) {
+void vz_html_begin(vz_buf *b, const char *title) { vz_html_begin_refresh(b, title, 0); }
+
+void vz_html_begin_refresh(vz_buf *b, const char *title, int refresh_s) {
     vz_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-               "<title>");
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if (refresh_s > 0) vz_printf(b, "<meta http-equiv=\"refresh\" content=\"%d\">\n", refresh_s);
+    vz_puts(b, "<title>");
     vz_put_text(b, title, 200, VZ_XML);
     vz_puts(b, "</title>\n<style>\n");
     vz_puts(b, css);

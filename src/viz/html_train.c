@@ -2,6 +2,7 @@
  * html_train.c: the training report, one self-contained HTML page: the title, a table of
  * settings (key/value), then for every chart its SVG (chart.c) and a table with, per series,
  * the number of points and the first, last, lowest and highest finite value with their steps.
+ * The report of a run in progress reloads itself every refresh_s seconds.
  */
 #include "viz_internal.h"
 
@@ -18,6 +19,9 @@ static qkv_status check_report(const char *fn, const qkv_train_report *r) {
     if (r->n_info < 0 || r->n_info > 10000)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: n_info = %d is outside 0 .. 10000", fn,
                          r->n_info);
+    if (r->refresh_s < 0 || r->refresh_s > 86400)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: refresh_s = %d is outside 0 .. 86400", fn,
+                         r->refresh_s);
     if (r->n_info > 0 && (!r->info_keys || !r->info_values))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: info_keys or info_values is NULL", fn);
     for (int i = 0; i < r->n_charts; i++) {
@@ -68,7 +72,7 @@ static void summary(vz_buf *b, const qkv_chart *c) {
 }
 
 static void report(vz_buf *b, const qkv_train_report *r) {
-    vz_html_begin(b, r->title ? r->title : "Training report");
+    vz_html_begin_refresh(b, r->title ? r->title : "Training report", r->refresh_s);
     if (r->n_info > 0) {
         vz_puts(b, "<table>\n");
         for (int i = 0; i < r->n_info; i++) {

@@ -131,6 +131,8 @@ qkv_status vz_check_chart(const char *fn, const qkv_chart *c, int i);
 /* The document head (doctype, charset, title, the shared CSS) and the opening <body> with an
  * <h1> of the title (html.c). */
 void vz_html_begin(vz_buf *b, const char *title);
+/* The same, reloading itself every refresh_s seconds when refresh_s > 0. */
+void vz_html_begin_refresh(vz_buf *b, const char *title, int refresh_s);
 void vz_html_end(vz_buf *b);
 
 #endif

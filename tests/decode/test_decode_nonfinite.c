@@ -1,7 +1,7 @@
 /*
  * test_decode_nonfinite.c: a model whose output holds a NaN or an infinity (broken weights, or a
  * configuration value that overflows float arithmetic) makes every inference entry point fail
- * with QKV_ERR_NUMERIC and a message naming where, never decode to empty or arbitrary tokens.
+ * with QKV_ERR_NONFINITE and a message naming where, never decode to empty or arbitrary tokens.
  * Training's forward (gradients on) is left to its loss check and still returns the logits.
  */
 #include "decode_testutil.h"
@@ -27,7 +27,7 @@ TEST(decode_refuses_a_model_whose_logits_are_not_finite) {
             p.use_cache = cache;
             qkv_hypotheses h;
             /* the cached step, or without the cache the full forward (model_decode) */
-            CHECK_ERR(qkv_decode(m, src, len, 1, &p, &h), QKV_ERR_NUMERIC, cache ? "decode step" : "model_decode");
+            CHECK_ERR(qkv_decode(m, src, len, 1, &p, &h), QKV_ERR_NONFINITE, cache ? "decode step" : "model_decode");
             CHECK_MSG(strstr(qkv_last_error(), "output holds NaN") && strstr(qkv_last_error(), ", 5)"),
                       "strategy %d, cache %d: '%s' names neither NaN nor token 5", k, cache,
                       qkv_last_error());
@@ -43,7 +43,7 @@ TEST(generate_refuses_infinite_logits) {
     const int32_t prompt[] = {3, 4}, len[] = {2};
     qkv_decode_params p = dt_params(QKV_DECODE_GREEDY);
     qkv_hypotheses h;
-    CHECK_ERR(qkv_generate(lm, prompt, len, 1, &p, &h), QKV_ERR_NUMERIC, "decode step");
+    CHECK_ERR(qkv_generate(lm, prompt, len, 1, &p, &h), QKV_ERR_NONFINITE, "decode step");
     CHECK_MSG(strstr(qkv_last_error(), "inf") || strstr(qkv_last_error(), "NaN"), "%s", qkv_last_error());
     qkv_model_free(lm);
 }
@@ -65,7 +65,7 @@ TEST(model_forward_checks_its_output_in_inference_only) {
             CHECK(logits && isnan(((const qkv_real *)logits->data)[4]));
         } else {
             CHECK(logits == NULL);
-            CHECK_ERR(qkv_ctx_status(ctx), QKV_ERR_NUMERIC, "model_decode: the output holds NaN at (0, 0, 4)");
+            CHECK_ERR(qkv_ctx_status(ctx), QKV_ERR_NONFINITE, "model_decode: the output holds NaN at (0, 0, 4)");
         }
     }
     qkv_ctx_free(ctx);
@@ -84,7 +84,7 @@ TEST(model_forward_checks_its_output_in_inference_only) {
     qkv_ctx_set_grad_enabled(ctx, false);
     qkv_tensor *src = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){2, 2}, src_ids);
     CHECK(qkv_model_classify(ctx, enc, src, NULL) == NULL);
-    CHECK_ERR(qkv_ctx_status(ctx), QKV_ERR_NUMERIC, "model_classify: the output holds NaN at (0, 2)");
+    CHECK_ERR(qkv_ctx_status(ctx), QKV_ERR_NONFINITE, "model_classify: the output holds NaN at (0, 2)");
     qkv_ctx_free(ctx);
     qkv_model_free(enc);
 }

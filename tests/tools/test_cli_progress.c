@@ -9,8 +9,8 @@
  * - one '\r' per step, for k = 1 .. N in order, and no escape code;
  * - between two redraws no newline, except after an evaluation step, where the bar's line ends
  *   ("\n") before "eval step k: dev ..."; the output ends with a newline;
- * - the loss and lr shown at the evaluation steps are log.jsonl's train_loss and lr (to the
- *   printed digits), the epoch its epoch; tokens/s is positive; the ETA of step N is "0s".
+ * - the loss and lr shown at the evaluation steps are those of log.jsonl's train line of the step
+ *   (to the printed digits), the epoch its epoch; tokens/s is positive; the ETA of step N is "0s".
  * With stdout a pipe the same run (same seed: the same losses) prints plain lines
  *     "step k/N epoch E loss L tok/s R lr X eta T"
  * at k = 2, 4, 6 only, with no carriage return or escape code.
@@ -78,19 +78,19 @@ static int run_on_pty(char *const argv[], char *out, size_t size) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* log.jsonl's train_loss, lr and epoch at step k; false when the line is missing. */
+/* The loss, lr and epoch of log.jsonl's train line of step k; false when the line is missing. */
 static bool logged(const char *run_dir, int k, double *loss, double *lr, long *epoch) {
     char path[128], line[1024], head[64];
     snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
-    snprintf(head, sizeof head, "{\"step\":%d,", k);
+    snprintf(head, sizeof head, "{\"type\":\"train\",\"step\":%d,", k);
     FILE *f = fopen(path, "r");
     bool found = false;
     while (f && !found && fgets(line, sizeof line, f)) {
-        const char *l = strstr(line, "\"train_loss\":"), *r = strstr(line, "\"lr\":");
+        const char *l = strstr(line, "\"loss\":"), *r = strstr(line, "\"lr\":");
         const char *e = strstr(line, "\"epoch\":");
         found = !strncmp(line, head, strlen(head)) && l && r && e;
         if (found) {
-            *loss = strtod(l + 13, NULL);
+            *loss = strtod(l + 7, NULL);
             *lr = strtod(r + 5, NULL);
             *epoch = strtol(e + 8, NULL, 10);
         }

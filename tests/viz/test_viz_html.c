@@ -341,6 +341,18 @@ TEST(viz_train_report) {
     CHECK_HAS(html, "<tr><td>valid &amp; test</td><td class=\"num\">3</td>");
     CHECK_HAS(html, "<td class=\"num\">0.85 @ 400</td>");
     CHECK(!strstr(html, "<script"));
+    CHECK(!strstr(html, "http-equiv")); /* a final report does not reload itself */
+    /* a report in progress reloads itself, still without a script */
+    r.refresh_s = 10;
+    char *live = NULL;
+    CHECK_OK(qkv_train_report_html(&r, &live, NULL));
+    CHECK_MSG(vt_markup_ok(live, false, why), "report in progress: %s", why);
+    CHECK_HAS(live, "<head>\n<meta charset=\"utf-8\">\n");
+    CHECK_HAS(live, "<meta http-equiv=\"refresh\" content=\"10\">\n<title>run 1</title>");
+    qkv_viz_free(live);
+    r.refresh_s = -1;
+    CHECK_ERR(qkv_train_report_html(&r, &live, NULL), QKV_ERR_INVALID_ARG, "refresh_s = -1");
+    r.refresh_s = 0;
     char *dir = vt_tmp_dir();
     char path[256];
     snprintf(path, sizeof path, "%s/report.html", dir);

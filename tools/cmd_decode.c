@@ -114,12 +114,13 @@ typedef struct {
 } decode_lines;
 
 /* One input line: queued, and decoded with the queue when it holds 64 (or at once with --stream).
- * An empty line prints an empty line in its place, so the output keeps one line per input. */
+ * An empty line prints empty lines in its place (n_best of them), so the output keeps its n_best
+ * lines per input. */
 static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
     decode_lines *d = user;
     if (!line[0]) {
         if (!flush(&d->p, d->r, d->dp)) return 1;
-        printf("\n");
+        for (int32_t k = 0; k < d->dp->n_best; k++) printf("\n");
         if (d->stream) fflush(stdout);
         return 0;
     }

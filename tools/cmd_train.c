@@ -37,9 +37,12 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t interrupted = 0;
+/* The first Ctrl-C asks the loop to stop after the step under way (with its evaluation and saves)
+ * and to save a checkpoint; a second one stops the process at once, as SIGINT does by default
+ * (signal() is async-signal-safe). */
 static void on_sigint(int sig) {
-    (void)sig;
     interrupted = 1;
+    signal(sig, SIG_DFL);
 }
 
 static double now(void) {

@@ -1,41 +1,16 @@
 /* config.c: see config.h. */
 #include "config.h"
 
+#include "qkv/qkv_io.h"
+
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-/* msg with every byte a terminal could act on written as \xNN: C0 controls and DEL, the UTF-8
- * encodings of the C1 controls (U+0080 .. U+009F, e.g. CSI), and bytes that are not UTF-8. A
- * key or value from a file or --set is echoed in messages; escape sequences in it must not reach
- * the terminal. */
-static void escape_into(char *dst, size_t size, const char *msg) {
-    size_t k = 0;
-    const unsigned char *s = (const unsigned char *)msg;
-    for (size_t i = 0; s[i] && k + 5 < size;) {
-        const unsigned c = s[i];
-        int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        for (int t = 1; t < len; t++)
-            if ((s[i + t] & 0xC0) != 0x80) len = 0;
-        const bool control = (len == 1 && (c < 0x20 || c == 0x7f)) || (len == 2 && c == 0xC2 && s[i + 1] < 0xA0);
-        if (len == 0 || control) {
-            k += (size_t)snprintf(dst + k, size - k, "\\x%02x", c);
-            i++;
-            continue;
-        }
-        if (k + (size_t)len >= size) break;
-        memcpy(dst + k, s + i, (size_t)len);
-        k += (size_t)len, i += (size_t)len;
-    }
-    dst[k] = '\0';
-}
 
 static bool fail(config *cfg, const config_entry *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool fail(config *cfg, const config_entry *e, const char *fmt, ...) {
@@ -47,7 +22,9 @@ static bool fail(config *cfg, const config_entry *e, const char *fmt, ...) {
     if (!e) snprintf(full, sizeof full, "%s", msg);
     else if (e->line > 0) snprintf(full, sizeof full, "%s:%d: %s", e->file, e->line, msg);
     else snprintf(full, sizeof full, "%s: %s", e->file, msg);
-    escape_into(cfg->error, sizeof cfg->error, full);
+    /* the library's message setter escapes control bytes of keys and values (qkv_set_error) */
+    qkv_set_error(QKV_ERR_INVALID_ARG, "%s", full);
+    snprintf(cfg->error, sizeof cfg->error, "%s", qkv_last_error());
     return false;
 }
 
@@ -138,48 +115,6 @@ static void trim_span(const char **b, size_t *n) {
     while (*n && isspace((unsigned char)(*b)[*n - 1])) (*n)--;
 }
 
-/* The whole file: a regular file (checked before reading, so a FIFO cannot block and /dev/zero
- * is refused) of at most CONFIG_MAX_BYTES. */
-static bool read_config_file(config *cfg, const char *path, char **text, size_t *len) {
-    *text = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        const int e = errno;
-        if (fd >= 0) close(fd);
-        return fail(cfg, NULL, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fail(cfg, NULL, "%s: %s, not a configuration file", path,
-                    S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO" : "not a regular file");
-    }
-    if (sb.st_size > CONFIG_MAX_BYTES) {
-        close(fd);
-        return fail(cfg, NULL, "%s: %lld bytes, more than a configuration file may hold (%d)", path,
-                    (long long)sb.st_size, CONFIG_MAX_BYTES);
-    }
-    char *p = malloc((size_t)sb.st_size + 1);
-    size_t got = 0;
-    while (p && got < (size_t)sb.st_size) {
-        ssize_t r = read(fd, p + got, (size_t)sb.st_size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    const int e = errno;
-    close(fd);
-    if (!p) return fail(cfg, NULL, "%s: out of memory", path);
-    if (got < (size_t)sb.st_size) {
-        free(p);
-        return fail(cfg, NULL, "%s: read failed: %s", path, e ? strerror(e) : "the file shrank");
-    }
-    p[got] = '\0';
-    *text = p;
-    *len = got;
-    return true;
-}
-
 bool config_load(config *cfg, const char *path) {
     memset(cfg, 0, sizeof *cfg);
     if (!path) return true;
@@ -187,7 +122,8 @@ bool config_load(config *cfg, const char *path) {
     if (!cfg->path) return fail(cfg, NULL, "out of memory");
     char *text = NULL;
     size_t len = 0;
-    if (!read_config_file(cfg, path, &text, &len)) return false;
+    /* a regular file, checked before reading: a FIFO cannot block, /dev/zero is refused */
+    if (qkv_file_read(path, CONFIG_MAX_BYTES, &text, &len)) return fail(cfg, NULL, "%s", qkv_last_error());
     bool ok = true;
     int line = 0;
     for (size_t at = 0; ok && at < len; line++) {

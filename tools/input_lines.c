@@ -26,7 +26,7 @@ static int read_line(const char *cmd, const char *name, int64_t line_no, FILE *i
                     (long long)line_no, b->n + 1);
             return -1;
         }
-        if (b->n + 2 > b->cap) {
+        if (b->n + 1 > b->cap) {
             if (b->cap >= INPUT_LINE_MAX) {
                 fprintf(stderr, "qkv %s: %s:%lld: line longer than %d bytes\n", cmd, name, (long long)line_no,
                         INPUT_LINE_MAX);

@@ -1,6 +1,8 @@
 /* task.c: the task registry and what the task families share (task.h). */
 #include "task.h"
 
+#include "qkv/qkv_io.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -105,24 +107,19 @@ int task_attn_write(const task_attn *a) {
 }
 
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n) {
-    char path[1024], tmp[1100];
+    char path[1024];
     qkv_status st = task_path(path, sizeof path, dir, "task.conf");
     if (st) return st;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return qkv_set_error(QKV_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "# written by qkv train: how qkv eval, decode and attn read inputs for this run\n");
-    fprintf(f, "task = %s\n", name);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s\n", lines[i]);
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        const int e = errno;
-        unlink(tmp);
-        return qkv_set_error(QKV_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return QKV_OK;
+    size_t size = 128 + strlen(name);
+    for (int i = 0; i < n; i++) size += strlen(lines[i]) + 1;
+    char *text = malloc(size);
+    if (!text) return qkv_set_error(QKV_ERR_OOM, "%s: out of memory", path);
+    int len = snprintf(text, size, "# written by qkv train: how qkv eval, decode and attn read inputs for this run\n"
+                                   "task = %s\n", name);
+    for (int i = 0; i < n; i++) len += snprintf(text + len, size - (size_t)len, "%s\n", lines[i]);
+    st = qkv_file_write_atomic(path, text, (size_t)len);
+    free(text);
+    return st;
 }
 
 /* ---- shared readers ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 /* train_log.c: see train_log.h. */
 #include "train_log.h"
 
-#include "../src/core/internal.h" /* qkv__write_file_atomic */
-#include "../src/io/json.h"       /* the library's strict JSON parser */
+#include "../src/io/json.h" /* the library's strict JSON parser */
+#include "qkv/qkv_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,44 +140,9 @@ qkv_status tlog_filter(const char *text, size_t len, int64_t max_step, tlog_visi
 
 /* The whole of a regular file into *text (malloc'd); *missing when it does not exist. */
 static qkv_status read_all(const char *path, char **text, size_t *len, bool *missing) {
-    *text = NULL, *len = 0, *missing = false;
-    /* non-blocking: a FIFO in the log's place must not hang the open */
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            *missing = true;
-            return QKV_OK;
-        }
-        return qkv_set_error(QKV_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    }
-    struct stat sb;
-    qkv_status st = QKV_OK;
-    if (fstat(fd, &sb) != 0)
-        st = qkv_set_error(QKV_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode))
-        st = qkv_set_error(QKV_ERR_IO, "%s is not a regular file", path);
-    else if ((uint64_t)sb.st_size > TLOG_MAX_BYTES)
-        st = qkv_set_error(QKV_ERR_IO, "%s holds %lld bytes, more than the %zu a log is read back with", path,
-                           (long long)sb.st_size, TLOG_MAX_BYTES);
-    const size_t size = st ? 0 : (size_t)sb.st_size;
-    char *buf = st ? NULL : malloc(size + 1);
-    if (!st && !buf) st = qkv_set_error(QKV_ERR_OOM, "%s: out of memory (%zu bytes)", path, size);
-    size_t n = 0;
-    while (!st && n < size) { /* a file that shrinks meanwhile ends early; one that grows is cut */
-        const ssize_t k = read(fd, buf + n, size - n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) st = qkv_set_error(QKV_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        if (k <= 0) break;
-        n += (size_t)k;
-    }
-    close(fd);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    buf[n] = '\0';
-    *text = buf, *len = n;
-    return QKV_OK;
+    *text = NULL, *len = 0;
+    *missing = access(path, F_OK) != 0 && errno == ENOENT;
+    return *missing ? QKV_OK : qkv_file_read(path, TLOG_MAX_BYTES, text, len);
 }
 
 qkv_status tlog_resume(const char *path, int64_t max_step, tlog_visit visit, void *user, int64_t *n_kept,
@@ -188,7 +153,7 @@ qkv_status tlog_resume(const char *path, int64_t max_step, tlog_visit visit, voi
     *n_kept = *n_dropped = 0;
     qkv_status st = read_all(path, &text, &len, &missing);
     if (!st && !missing) st = tlog_filter(text, len, max_step, visit, user, &kept, &kept_len, n_kept, n_dropped);
-    if (!st && !missing && kept_len != len) st = qkv__write_file_atomic("qkv train", path, kept, kept_len);
+    if (!st && !missing && kept_len != len) st = qkv_file_write_atomic(path, kept, kept_len);
     free(text);
     free(kept);
     return st;

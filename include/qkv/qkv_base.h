@@ -67,7 +67,9 @@ QKV_API const char *qkv_blas_kernel_advice(void);
 QKV_API qkv_status qkv_blas_reexec_with_advice(char **argv);
 /* Short name of a status code: "shape error". */
 QKV_API const char *qkv_status_str(qkv_status s);
-/* The message of the last error raised on this thread ("" if none). */
+/* The message of the last error raised on this thread ("" if none). Safe to print on a terminal:
+ * control bytes (but the line feed), DEL, C1 controls and bytes that are not UTF-8, which a path
+ * or value from a file may hold, are written as \xNN. */
 QKV_API const char *qkv_last_error(void);
 /* Forget the last error of this thread. */
 QKV_API void qkv_clear_error(void);

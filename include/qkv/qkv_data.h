@@ -60,6 +60,9 @@ QKV_API const char *qkv_split_name(qkv_split s);
 #define QKV_VOCAB_EOS 3
 #define QKV_VOCAB_RESERVED 4
 
+/* The largest data, vocabulary or converter input file read (16 GiB): files are read whole. */
+#define QKV_DATA_FILE_MAX ((uint64_t)1 << 34)
+
 typedef struct qkv_vocab qkv_vocab;
 
 /* A vocabulary holding only the four reserved symbols. */

@@ -178,6 +178,8 @@ typedef struct qkv_hypotheses {
     int32_t *count;      /* (B) hypotheses found per input (<= n_best; beam search may find fewer
                             on a tiny vocabulary) */
     qkv_hypothesis *hyp; /* (B, n_best): hyp[b * n_best + i], best first */
+    int32_t eos_id;      /* the end token the decode used (the model's, or -1: none): a finished
+                            hypothesis ends with it, e.g. qkv_seq_length(tokens, length, eos_id) */
 } qkv_hypotheses;
 
 /* Free what a decode call put in h (not h itself) and zero it; accepts NULL or a zeroed h. */

@@ -92,6 +92,20 @@ QKV_API qkv_status qkv_st_save(const char *path, const qkv_st_tensor *tensors, i
                                const char *const *meta_keys, const char *const *meta_values,
                                int64_t n_meta);
 
+/* ---- whole files ----------------------------------------------------------------------------- */
+
+/* Read path whole into *data (malloc'd, NUL-terminated; *len bytes): a regular file of at most
+ * max_bytes. The type is checked on a descriptor opened without blocking, before anything is
+ * read: a FIFO, a device (/dev/zero) or a directory is QKV_ERR_IO naming what it is, as is a
+ * file larger than max_bytes; the file is read to its size at open. The readers of the library
+ * (model, safetensors, data and vocabulary files) take their files this way. */
+QKV_API qkv_status qkv_file_read(const char *path, uint64_t max_bytes, char **data, size_t *len);
+/* Write data[0, n) to path atomically: a temporary "<path>.tmp.<pid>.<k>" created exclusively,
+ * fsynced and renamed over path, then the directory fsynced. A reader sees the old file or the
+ * whole new one; on failure (a full disk, a file size limit) the temporary is removed and path is
+ * as it was. */
+QKV_API qkv_status qkv_file_write_atomic(const char *path, const void *data, size_t n);
+
 /* ---- parameter tables ------------------------------------------------------------------------ */
 
 /* Save every parameter of a finalized table, in registration order, under its name, in the

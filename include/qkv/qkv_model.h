@@ -97,7 +97,9 @@ typedef struct qkv_model_config {
     int32_t pad_id;        /* padding token id (masked as a key; ignored in losses) */
     /* Models with a decoder: the first decoder input (encoder-decoder) and the token that ends a
      * sequence, target ids other than pad_id (default 2 and 3, the ids of <bos> and <eos> in every
-     * qkv_vocab). Stored in model files; decoding takes them from here (qkv_decode_params). */
+     * qkv_vocab; -1: not recorded, as in model files written before they were stored). Stored in
+     * model files; decoding takes them from here (qkv_decode_params), and training checks that
+     * teacher forcing starts from bos_id. */
     int32_t bos_id, eos_id;
     int32_t n_features;    /* encoder-only: feature ids per position (0: none) */
     int32_t feature_vocab[QKV_MODEL_MAX_FEATURES]; /* sizes of the feature tables */

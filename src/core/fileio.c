@@ -67,29 +67,91 @@ qkv_status qkv__open_regular(const char *who, const char *path, int *fd, uint64_
     return QKV_OK;
 }
 
+qkv_status qkv__read_regular(const char *who, const char *path, uint64_t max_bytes, char **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    int fd = -1;
+    uint64_t size = 0;
+    qkv_status st = qkv__open_regular(who, path, &fd, &size);
+    if (st) return st;
+    const char *sep = who && who[0] ? ": " : "";
+    if (!who) who = "";
+    if (size > max_bytes || size >= SIZE_MAX) {
+        close(fd);
+        return QKV_ERROR(QKV_ERR_IO, "%s%s%s: %llu bytes, more than the %llu this file may hold", who, sep, path,
+                         (unsigned long long)size, (unsigned long long)max_bytes);
+    }
+    /* the size at open bounds the read: a file that grows meanwhile is read as it was */
+    char *p = malloc((size_t)size + 1);
+    if (!p) {
+        close(fd);
+        return QKV_ERROR(QKV_ERR_OOM, "%s%s%s: out of memory reading the file (%llu bytes)", who, sep, path,
+                         (unsigned long long)size);
+    }
+    size_t got = 0;
+    while (got < (size_t)size) {
+        ssize_t r = read(fd, p + got, (size_t)size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            const int e = r < 0 ? errno : 0;
+            close(fd);
+            free(p);
+            return QKV_ERROR(QKV_ERR_IO, "%s%s%s: read failed: %s", who, sep, path,
+                             e ? strerror(e) : "the file shrank while it was read");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    p[got] = '\0';
+    *data = p;
+    *len = got;
+    return QKV_OK;
+}
+
+qkv_status qkv_file_read(const char *path, uint64_t max_bytes, char **data, size_t *len) {
+    if (!path || !data || !len) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_file_read: NULL argument");
+    return qkv__read_regular(NULL, path, max_bytes, data, len);
+}
+
 static atomic_uint tmp_counter;
 
-qkv_status qkv__write_file_atomic(const char *fn, const char *path, const void *data, size_t n) {
+qkv_status qkv__create_temp(const char *fn, const char *path, char **tmp, int *fd) {
+    *tmp = NULL;
+    *fd = -1;
     if (!path || !path[0]) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL or empty path", fn);
     size_t len = strlen(path);
     if (len > 4000)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: path of %zu bytes is too long", fn, len);
-    char *tmp = malloc(len + 64);
-    if (!tmp) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
-    int fd = -1, e = 0;
+    char *name = malloc(len + 64);
+    if (!name) return QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
+    int d = -1, e = 0;
     for (int attempt = 0; attempt < 100; attempt++) { /* EEXIST: a stale file of an old run */
         unsigned k = atomic_fetch_add(&tmp_counter, 1u);
-        snprintf(tmp, len + 64, "%s.tmp.%ld.%u", path, (long)getpid(), k);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        snprintf(name, len + 64, "%s.tmp.%ld.%u", path, (long)getpid(), k);
+        d = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         e = errno;
-        if (fd >= 0 || e != EEXIST) break;
+        if (d >= 0 || e != EEXIST) break;
     }
-    if (fd < 0) {
-        qkv_status st =
-            QKV_ERROR(QKV_ERR_IO, "%s: %s: cannot create %s: %s", fn, path, tmp, strerror(e));
-        free(tmp);
+    if (d < 0) {
+        qkv_status st = QKV_ERROR(QKV_ERR_IO, "%s: %s: cannot create %s: %s", fn, path, name, strerror(e));
+        free(name);
         return st;
     }
+    *tmp = name;
+    *fd = d;
+    return QKV_OK;
+}
+
+qkv_status qkv_file_write_atomic(const char *path, const void *data, size_t n) {
+    if (!data && n) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_file_write_atomic: NULL data");
+    return qkv__write_file_atomic("qkv_file_write_atomic", path, data, n);
+}
+
+qkv_status qkv__write_file_atomic(const char *fn, const char *path, const void *data, size_t n) {
+    char *tmp = NULL;
+    int fd = -1, e = 0;
+    qkv_status created = qkv__create_temp(fn, path, &tmp, &fd);
+    if (created) return created;
     const char *what = NULL;
     const unsigned char *p = data;
     while (n > 0) {

@@ -226,6 +226,11 @@ qkv_real *qkv__grad_into(qkv_ctx *ctx, qkv_tensor *t, bool *overwrite);
 qkv_status qkv__params_add_prefixed(qkv_params *p, const char *prefix, const char *name, int ndim,
                                     const int64_t *shape, qkv_tensor **out);
 
+/* Create the temporary of an atomic write of path, "<path>.tmp.<pid>.<n>" (n a process-wide
+ * counter), exclusively: *fd open for writing, *tmp its malloc'd name (src/core/fileio.c). Every
+ * writer of the library and the CLI names its temporaries so; `qkv train` removes those of dead
+ * processes by that pattern. */
+qkv_status qkv__create_temp(const char *who, const char *path, char **tmp, int *fd);
 /* Write data[0, n) to path atomically (src/core/fileio.c); who names the caller in errors. */
 qkv_status qkv__write_file_atomic(const char *who, const char *path, const void *data, size_t n);
 /* fsync the directory holding path (after a rename), best effort. */
@@ -235,6 +240,8 @@ void qkv__fsync_parent_dir(const char *path);
  * (/dev/zero) is an error naming what it is. *size is the file's size at open, the bound of
  * every read of it. who names the caller in errors. */
 qkv_status qkv__open_regular(const char *who, const char *path, int *fd, uint64_t *size);
+/* A regular file of at most max_bytes, whole, NUL-terminated (qkv_file_read with who). */
+qkv_status qkv__read_regular(const char *who, const char *path, uint64_t max_bytes, char **data, size_t *len);
 
 /* Linear layers (src/ops/dense.c), shared with the fused ops built on them.
  * qkv__linear_compute: validate (messages name op), make the operands contiguous (updating the

@@ -61,37 +61,7 @@ void qkv__buf_free(qkv__buf *b) {
 /* ---- files --------------------------------------------------------------------------------- */
 
 qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t *len) {
-    *data = NULL;
-    *len = 0;
-    int fd = -1;
-    uint64_t size = 0;
-    qkv_status st = qkv__open_regular(who, path, &fd, &size);
-    if (st) return st;
-    /* the size at open bounds the read: a file that grows meanwhile is read as it was */
-    char *p = size < SIZE_MAX ? malloc((size_t)size + 1) : NULL;
-    if (!p) {
-        close(fd);
-        return QKV_ERROR(QKV_ERR_OOM, "%s: %s: out of memory reading the file (%llu bytes)", who, path,
-                         (unsigned long long)size);
-    }
-    size_t got = 0;
-    while (got < (size_t)size) {
-        ssize_t r = read(fd, p + got, (size_t)size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            const int e = r < 0 ? errno : 0;
-            close(fd);
-            free(p);
-            return QKV_ERROR(QKV_ERR_IO, "%s: %s: read failed: %s", who, path,
-                             e ? strerror(e) : "the file shrank while it was read");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    p[got] = '\0';
-    *data = p;
-    *len = got;
-    return QKV_OK;
+    return qkv__read_regular(who, path, QKV_DATA_FILE_MAX, data, len);
 }
 
 qkv_status qkv__mkdirs(const char *who, const char *path) {

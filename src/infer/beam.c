@@ -54,7 +54,7 @@ static void push(candidate *list, int32_t *n, int32_t cap, candidate c) {
 /* Move the n_best best of the finished hypotheses of each sentence into the output. */
 static void finalize(const dec_job *j, qkv_hypothesis *fin, const sentence *sent, int32_t cap) {
     qkv_hypotheses *out = j->out;
-    qkv_hypotheses one = {1, cap, (int32_t[]){0}, NULL};
+    qkv_hypotheses one = {1, cap, (int32_t[]){0}, NULL, j->p.eos_id};
     for (int32_t b = 0; b < j->batch; b++) {
         one.count[0] = sent[b].n_fin;
         one.hyp = fin + (size_t)b * cap;

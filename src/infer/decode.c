@@ -100,17 +100,18 @@ static qkv_status check_params(const char *fn, const qkv_decode_params *p, const
         return BAD("%s: temperature %g must be finite and >= 0", fn, p->temperature);
     if (p->top_k < 0) return BAD("%s: top_k %d must be >= 0 (0: no limit)", fn, p->top_k);
     if (!(p->top_p > 0 && p->top_p <= 1)) return BAD("%s: top_p %g is not in (0, 1]", fn, p->top_p);
-    if (p->bos_id < 0 || p->bos_id >= V)
+    const bool seq2seq = m->cfg.arch == QKV_ARCH_ENCODER_DECODER; /* a decoder-only LM feeds its prompts */
+    if (seq2seq && (p->bos_id < 0 || p->bos_id >= V))
         return BAD("%s: bos_id %d is outside the vocabulary (%d)", fn, p->bos_id, V);
     if (p->eos_id < -1 || p->eos_id >= V)
         return BAD("%s: eos_id %d is outside the vocabulary (%d; -1: none)", fn, p->eos_id, V);
     if (p->eos_id == m->cfg.pad_id)
         return BAD("%s: eos_id %d is the padding id, which is never generated", fn, p->eos_id);
     /* ids the model was not trained with decode garbage without an error */
-    if (p->bos_id != m->cfg.bos_id)
+    if (seq2seq && m->cfg.bos_id >= 0 && p->bos_id != m->cfg.bos_id)
         return BAD("%s: bos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID", fn, p->bos_id,
                    m->cfg.bos_id);
-    if (p->eos_id != -1 && p->eos_id != m->cfg.eos_id)
+    if (p->eos_id != -1 && m->cfg.eos_id >= 0 && p->eos_id != m->cfg.eos_id)
         return BAD("%s: eos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID, or -1 for none", fn,
                    p->eos_id, m->cfg.eos_id);
     if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
@@ -378,6 +379,7 @@ static qkv_status run(dec_job *j) {
     qkv_hypotheses *out = j->out;
     out->batch = j->batch;
     out->n_best = j->p.n_best;
+    out->eos_id = j->p.eos_id;
     out->count = calloc((size_t)j->batch, sizeof *out->count);
     out->hyp = calloc((size_t)j->batch * (size_t)j->p.n_best, sizeof *out->hyp);
     if (!out->count || !out->hyp) {
@@ -406,6 +408,15 @@ static qkv_status job_init(const char *fn, dec_job *j, const qkv_model *m, qkv_a
     if (batch < 1) return BAD("%s: batch %d must be >= 1", fn, batch);
     j->m = m;
     j->p = p ? *p : qkv_decode_default_params();
+    /* the model's ids; -1 in a model file written before they were stored: the caller's */
+    if (j->p.bos_id == QKV_DECODE_MODEL_ID && m->cfg.bos_id < 0 && arch == QKV_ARCH_ENCODER_DECODER)
+        return BAD("%s: the model does not record its bos_id (a file written before qkv stored it): set "
+                   "qkv_decode_params.bos_id",
+                   fn);
+    if (j->p.eos_id == QKV_DECODE_MODEL_ID && m->cfg.eos_id < 0)
+        return BAD("%s: the model does not record its eos_id (a file written before qkv stored it): set "
+                   "qkv_decode_params.eos_id (-1: none)",
+                   fn);
     if (j->p.bos_id == QKV_DECODE_MODEL_ID) j->p.bos_id = m->cfg.bos_id;
     if (j->p.eos_id == QKV_DECODE_MODEL_ID) j->p.eos_id = m->cfg.eos_id;
     qkv_status st = check_params(fn, &j->p, m);

@@ -8,7 +8,7 @@
  * strict parser of json.c; tensor entries point into the allocation and into the JSON tree, which
  * the file keeps, so nothing is copied twice.
  * Writer: the header is built in memory, then header and data stream through a 64 KiB staging
- * buffer into <path>.tmp.<pid>, which is fsynced and renamed over <path>.
+ * buffer into <path>.tmp.<pid>.<n> (qkv__create_temp), which is fsynced and renamed over <path>.
  */
 #include "json.h"
 #include "qkv/qkv_io.h"
@@ -744,16 +744,15 @@ static qkv_status check_save_args(const char *path, const qkv_st_tensor *t, int6
     return QKV_OK;
 }
 
-static qkv_status write_file(const char *path, const char *tmp, const sbuf *h,
-                             const qkv_st_tensor *t, int64_t n, const uint64_t *nbytes) {
+static qkv_status write_file(const char *path, const sbuf *h, const qkv_st_tensor *t, int64_t n,
+                             const uint64_t *nbytes) {
     st_writer *w = malloc(sizeof *w);
     if (!w) return QKV_ERROR(QKV_ERR_OOM, "qkv_st_save: out of memory");
-    w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (w->fd < 0) {
-        int e = errno;
+    char *tmp = NULL;
+    qkv_status created = qkv__create_temp("qkv_st_save", path, &tmp, &w->fd);
+    if (created) {
         free(w);
-        return QKV_ERROR(QKV_ERR_IO, "qkv_st_save: %s: cannot create %s: %s", path, tmp,
-                         strerror(e));
+        return created;
     }
     w->err = 0;
     w->n = 0;
@@ -771,10 +770,9 @@ static qkv_status write_file(const char *path, const char *tmp, const sbuf *h,
     if (!w->err && rename(tmp, path) != 0) w->err = errno, what = "rename";
     int e = w->err;
     free(w);
-    if (e) {
-        unlink(tmp);
-        return QKV_ERROR(QKV_ERR_IO, "qkv_st_save: %s: %s failed: %s", path, what, strerror(e));
-    }
+    if (e) unlink(tmp);
+    free(tmp);
+    if (e) return QKV_ERROR(QKV_ERR_IO, "qkv_st_save: %s: %s failed: %s", path, what, strerror(e));
     qkv__fsync_parent_dir(path);
     return QKV_OK;
 }
@@ -788,10 +786,9 @@ qkv_status qkv_st_save(const char *path, const qkv_st_tensor *tensors, int64_t n
     int64_t m = (n > n_meta ? n : n_meta) + 1;
     uint64_t *nbytes = malloc((size_t)(n + 1) * sizeof *nbytes);
     const char **tmp_names = malloc((size_t)m * sizeof *tmp_names);
-    char *tmp = malloc(strlen(path) + 32);
     sbuf h = {0};
     qkv_status st = QKV_OK;
-    if (!nbytes || !tmp_names || !tmp) st = QKV_ERROR(QKV_ERR_OOM, "qkv_st_save: out of memory");
+    if (!nbytes || !tmp_names) st = QKV_ERROR(QKV_ERR_OOM, "qkv_st_save: out of memory");
     if (st == QKV_OK)
         st = check_save_args(path, tensors, n, meta_keys, meta_values, n_meta, nbytes, tmp_names);
     if (st == QKV_OK) st = build_header(tensors, n, meta_keys, meta_values, n_meta, nbytes, &h);
@@ -800,12 +797,8 @@ qkv_status qkv_st_save(const char *path, const qkv_st_tensor *tensors, int64_t n
                        "qkv_st_save: %s: header of %zu bytes exceeds the "
                        "%u-byte limit of readers",
                        path, h.n, QKV_ST_MAX_HEADER);
-    if (st == QKV_OK) {
-        sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-        st = write_file(path, tmp, &h, tensors, n, nbytes);
-    }
+    if (st == QKV_OK) st = write_file(path, &h, tensors, n, nbytes);
     free(h.p);
-    free(tmp);
     free(tmp_names);
     free(nbytes);
     return st;

@@ -62,18 +62,16 @@ qkv_status qkv__mha_config_check(const qkv_mha_config *cfg, const char *who) {
     if (cfg->additive_dim < 0 || cfg->additive_dim > MHA_MAX_ADDITIVE_DIM)
         return BAD("%s: additive_dim %d is not in [0, %d] (0: the head size)", who, cfg->additive_dim,
                    MHA_MAX_ADDITIVE_DIM);
-    if (cfg->relpos_max_distance < 0 || cfg->relpos_max_distance > MHA_MAX_RELPOS)
+    const bool shaw = cfg->relpos == QKV_RELPOS_SHAW, t5 = cfg->relpos == QKV_RELPOS_T5;
+    if ((shaw || t5) && (cfg->relpos_max_distance < 0 || cfg->relpos_max_distance > MHA_MAX_RELPOS))
         return BAD("%s: relpos_max_distance %d is not in [0, %d] (0: the default)", who, cfg->relpos_max_distance,
                    MHA_MAX_RELPOS);
-    if (cfg->relpos_buckets < 1 || cfg->relpos_buckets > MHA_MAX_RELPOS)
+    if (t5 && (cfg->relpos_buckets < 1 || cfg->relpos_buckets > MHA_MAX_RELPOS))
         return BAD("%s: relpos_buckets %d is not in [1, %d]", who, cfg->relpos_buckets, MHA_MAX_RELPOS);
-    if (cfg->relpos == QKV_RELPOS_T5) { /* the bucketing's own rule (ops/posenc_t5.c) */
-        const int32_t side = cfg->relpos_bidirectional ? cfg->relpos_buckets / 2 : cfg->relpos_buckets;
-        const int32_t max_exact = side / 2, K = max_distance(cfg);
-        if (max_exact < 1 || K <= max_exact)
-            return BAD("%s: T5 relpos_buckets %d%s leaves max_exact = %d; need max_exact >= 1 and "
-                       "relpos_max_distance (%d) > max_exact",
-                       who, cfg->relpos_buckets, cfg->relpos_bidirectional ? " (bidirectional)" : "", max_exact, K);
+    if (t5 && qkv_t5_bucket(0, cfg->relpos_bidirectional, cfg->relpos_buckets, max_distance(cfg)) < 0) {
+        char msg[400]; /* the bucketing's own rule (ops/posenc_t5.c) */
+        snprintf(msg, sizeof msg, "%s", qkv_last_error());
+        return BAD("%s: %s", who, msg);
     }
     /* base < 1 makes the angles p base^(-2i/D) grow without bound: sin(inf) is NaN */
     if (cfg->relpos == QKV_RELPOS_ROPE && !(cfg->rope_base >= 1 && isfinite(cfg->rope_base)))

@@ -203,9 +203,8 @@ qkv_status qkv_model_load(const char *path, qkv_model **out) {
     for (int64_t i = 0, n = st ? 0 : qkv_st_count(f); i < n; i++) {
         qkv_st_entry e;
         if (qkv_st_get(f, i, &e)) continue;
-        int64_t k = 1;
-        for (int d = 0; d < e.ndim; d++) k *= e.shape[d];
-        file_numel += k;
+        const size_t size = qkv_st_dtype_size(e.dtype_name); /* nbytes <= the file's size */
+        if (size) file_numel += (int64_t)(e.nbytes / size);
     }
     qkv_st_close(f);
     qkv_model *m = NULL;

@@ -148,11 +148,12 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
     /* an encoder-decoder pads its sources with the same id */
     if (c->arch == QKV_ARCH_ENCODER_DECODER && c->pad_id >= c->src_vocab)
         return BAD("pad_id %d outside the source vocabulary (%d)", c->pad_id, c->src_vocab);
-    if (c->arch != QKV_ARCH_ENCODER &&
-        (c->bos_id < 0 || c->bos_id >= c->tgt_vocab || c->eos_id < 0 || c->eos_id >= c->tgt_vocab ||
-         c->bos_id == c->pad_id || c->eos_id == c->pad_id))
-        return BAD("bos_id %d and eos_id %d must be target ids in 0 .. %d other than pad_id %d", c->bos_id, c->eos_id,
-                   c->tgt_vocab - 1, c->pad_id);
+    const int32_t special[2] = {c->bos_id, c->eos_id}; /* -1: not recorded (older model files) */
+    for (int k = 0; k < 2 && c->arch != QKV_ARCH_ENCODER; k++)
+        if (special[k] < -1 || special[k] >= c->tgt_vocab || special[k] == c->pad_id)
+            return BAD("bos_id %d and eos_id %d must be target ids in 0 .. %d other than pad_id %d (-1: not "
+                       "recorded)",
+                       c->bos_id, c->eos_id, c->tgt_vocab - 1, c->pad_id);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
     if (c->n_features < 0 || c->n_features > QKV_MODEL_MAX_FEATURES)
         return BAD("n_features %d is not in [0, %d]", c->n_features, QKV_MODEL_MAX_FEATURES);
@@ -245,7 +246,8 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
         if (qkv_image_config_window(&c->image) != c->image.patch_size) put(&w, "\"window\":%d,", c->image.window);
         put(&w, "\"class_token\":%s}", c->image.class_token ? "true" : "false");
     }
-    if (c->arch != QKV_ARCH_ENCODER) put(&w, ",\"bos_id\":%d,\"eos_id\":%d", c->bos_id, c->eos_id);
+    if (c->arch != QKV_ARCH_ENCODER && c->bos_id >= 0) put(&w, ",\"bos_id\":%d", c->bos_id);
+    if (c->arch != QKV_ARCH_ENCODER && c->eos_id >= 0) put(&w, ",\"eos_id\":%d", c->eos_id);
     if (c->nat) put(&w, ",\"nat\":true,\"mask_id\":%d", c->mask_id); /* absent: autoregressive */
     if (c->n_features > 0) { /* absent without features: files stay as they were */
         put(&w, ",\"features\":[");
@@ -364,6 +366,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
     if (!st) {
         /* defaults for the fields a file may leave out, then every member present */
         *c = qkv_model_default_config((qkv_arch)a, 64, 1, 1);
+        c->bos_id = c->eos_id = -1; /* not recorded unless the file says (files before they were) */
         for (int64_t i = 0; i < root->count && !st; i++) {
             const qkv_json_value *v = &root->items[i];
             const char *k = v->key;
@@ -387,7 +390,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "layer_norm_eps")) st = get_double(v, k, &c->layer_norm_eps);
             else if (!strcmp(k, "head")) st = get_enum(v, k, NAMES(head_names), &e), c->head = (qkv_head_kind)e;
             else if (!strcmp(k, "pad_id")) st = get_int(v, k, &c->pad_id);
-            else if (!strcmp(k, "bos_id")) st = get_int(v, k, &c->bos_id); /* absent: 2 and 3 */
+            else if (!strcmp(k, "bos_id")) st = get_int(v, k, &c->bos_id);
             else if (!strcmp(k, "eos_id")) st = get_int(v, k, &c->eos_id);
             else if (!strcmp(k, "self_attn")) st = read_attn(v, k, &c->self_attn);
             else if (!strcmp(k, "dec_self_attn")) st = read_attn(v, k, &c->dec_self_attn);

@@ -217,6 +217,13 @@ static qkv_tensor *batch_loss(qkv_ctx *ctx, qkv_trainer *t, const qkv_train_batc
     *guided_out = NULL;
     switch (c->arch) {
     case QKV_ARCH_ENCODER_DECODER: {
+        /* teacher forcing starts every row from the model's bos_id: the id decoding will feed */
+        for (int64_t r = 0; c->bos_id >= 0 && b->tgt_in && b->tgt_len > 0 && r < B; r++)
+            if (b->tgt_in[r * b->tgt_len] != c->bos_id)
+                return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG,
+                                "trainer: tgt_in row %lld starts with %d, not the model's bos_id %d "
+                                "(qkv_model_config.bos_id, stored with the model for decoding)",
+                                (long long)r, b->tgt_in[r * b->tgt_len], c->bos_id);
         qkv_tensor *tgt_in = ids(ctx, b->tgt_in, B, b->tgt_len, "tgt_in");
         targets = ids(ctx, b->tgt_out, B, b->tgt_len, "tgt_out");
         if (t->cfg.ss_kind != QKV_SS_NONE && src && tgt_in) tgt_in = mixed_decoder_input(ctx, t, b, src, tgt_in, p_gold);

@@ -40,3 +40,17 @@ TEST(data_readers_refuse_fifos_devices_and_directories) {
     free(zero);
     dt_rmtree(dir);
 }
+
+/* A path (or any text from a file or a command line) with control bytes comes back in messages
+ * with those bytes written as \xNN, so printing qkv_last_error() cannot move the cursor or
+ * change colours on the terminal. */
+TEST(error_messages_escape_control_bytes) {
+    qkv_corpus *c = NULL;
+    CHECK_ERR(qkv_corpus_read(QKV_CORPUS_PAIRS, "/nonexistent/\x1b[31mred\xc2\x9b" "2J\xff.tsv", NULL, &c), QKV_ERR_IO,
+              "/nonexistent/\\x1b[31mred\\xc2\\x9b2J\\xff.tsv: cannot open");
+    for (const char *m = qkv_last_error(); *m; m++)
+        CHECK_MSG((unsigned char)*m >= 0x20 && (unsigned char)*m != 0x7f && (unsigned char)*m != 0x9b,
+                  "a control byte 0x%02x at %d in '%s'", (unsigned char)*m, (int)(m - qkv_last_error()), qkv_last_error());
+    qkv_set_error(QKV_ERR_IO, "caf\xc3\xa9 \x07 line\nnext"); /* UTF-8 text and line feeds stay */
+    CHECK(!strcmp(qkv_last_error(), "caf\xc3\xa9 \\x07 line\nnext"));
+}

@@ -142,6 +142,7 @@ TEST(decode_takes_the_special_ids_from_the_model) {
     CHECK_OK(qkv_decode(m, src, len, 1, &dflt, &b));
     CHECK_MSG(dt_same_bits(&a, &b), "the default ids decode differently from the model's (%d, %d)",
               DT_BOS, DT_EOS);
+    CHECK(b.eos_id == DT_EOS); /* what a caller trims with */
     qkv_hypotheses_free(&a);
     qkv_hypotheses_free(&b);
     qkv_decode_params q = dflt;
@@ -152,7 +153,19 @@ TEST(decode_takes_the_special_ids_from_the_model) {
     q.eos_id = -1; /* no end token: every hypothesis runs to max_len */
     q.max_len = 4;
     CHECK_OK(qkv_decode(m, src, len, 1, &q, &a));
-    CHECK(a.hyp && a.hyp[0].length == 4);
+    CHECK(a.hyp && a.hyp[0].length == 4 && a.eos_id == -1);
     qkv_hypotheses_free(&a);
+    /* a model file written before the ids were stored records none: the caller must give them */
+    m->cfg.bos_id = m->cfg.eos_id = -1;
+    CHECK_ERR(qkv_decode(m, src, len, 1, &dflt, &a), QKV_ERR_INVALID_ARG, "does not record its bos_id");
+    q = dflt;
+    q.bos_id = DT_BOS;
+    CHECK_ERR(qkv_decode(m, src, len, 1, &q, &a), QKV_ERR_INVALID_ARG, "does not record its eos_id");
+    q.eos_id = DT_EOS;
+    CHECK_OK(qkv_decode(m, src, len, 1, &q, &a));
+    CHECK_OK(qkv_decode(m, src, len, 1, &own, &b));
+    CHECK(dt_same_bits(&a, &b) && a.eos_id == DT_EOS);
+    qkv_hypotheses_free(&a);
+    qkv_hypotheses_free(&b);
     qkv_model_free(m);
 }

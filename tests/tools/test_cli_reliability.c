@@ -1,7 +1,7 @@
 /*
- * test_cli_reliability.c: inputs that used to give a silent wrong answer with exit status 0 now
- * give a message naming the problem and a non-zero exit (or, for empty input lines, the output a
- * script expects):
+ * test_cli_reliability.c: inputs that could pass for valid ones give a message naming the
+ * problem and a non-zero exit, never an answer with exit status 0 (or, for empty input lines, the
+ * output a script expects):
  *   - a model file whose configuration overflows float arithmetic (cos_scale_init = 1e308);
  *   - an empty evaluation set (eval on /dev/null, an empty data.dev);
  *   - a directory, /dev/zero or binary bytes as decoding input;

@@ -307,8 +307,8 @@ static bool has_temporary(const char *dir) {
     return strstr(out, ".tmp.") != NULL;
 }
 
-/* A file size limit (ulimit -f) reached while saving: SIGXFSZ no longer kills the trainer
- * silently; the save fails with a message naming the file (EFBIG), the temporary is removed and
+/* A file size limit (ulimit -f) reached while saving: SIGXFSZ does not kill the trainer silently;
+ * the save fails with a message naming the file (EFBIG), the temporary is removed and
  * the files of the previous save are intact. */
 TEST(cli_train_file_size_limit_is_a_clear_error) {
     char cmd[4096], out[16384];

@@ -15,6 +15,7 @@ enum { V = 9, B = 4, S = 5, T = 6 }; /* ids: 0 pad, 1 bos, 2 eos, 3.. symbols */
 static qkv_model *seq2seq_model(uint64_t seed, double dropout, int32_t width) {
     qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, width, 2, 1);
     c.src_vocab = c.tgt_vocab = V;
+    c.bos_id = 1, c.eos_id = 2;
     c.dim_feedforward = 2 * width;
     c.dropout = dropout;
     qkv_model *m = NULL;
@@ -257,6 +258,9 @@ TEST(trainer_rejects_a_bad_batch_and_keeps_the_model) {
     cb.src[3] = 100; /* outside the vocabulary */
     qkv_real *before = copy_params(m);
     CHECK_ERR(qkv_trainer_step(t, &cb.batch, NULL), QKV_ERR_INVALID_ARG, "id 100");
+    make_copy_batch(&cb, 1);
+    cb.tgt_in[2 * T] = 3; /* row 2 does not start from the model's bos_id 1, which decoding feeds */
+    CHECK_ERR(qkv_trainer_step(t, &cb.batch, NULL), QKV_ERR_INVALID_ARG, "tgt_in row 2 starts with 3, not the model's bos_id 1");
     CHECK(memcmp(before, qkv_params_block(m->params, QKV_BLOCK_DATA), sizeof(qkv_real) * (size_t)qkv_params_numel(m->params)) == 0);
     CHECK(qkv_trainer_steps(t) == 0);
     free(before);

@@ -17,6 +17,7 @@ enum { V = 9, B = 4, S = 5, T = 6 }; /* ids: 0 pad, 1 bos, 2 eos, 3.. symbols */
 static qkv_model *tiny_model(void) {
     qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 8, 2, 1);
     c.src_vocab = c.tgt_vocab = V;
+    c.bos_id = 1, c.eos_id = 2;
     c.dim_feedforward = 16;
     c.dropout = 0.1;
     qkv_model *m = NULL;

@@ -65,6 +65,10 @@ qkv_status qkv_params_add(qkv_params *p, const char *name, int ndim, const int64
                              (long long)shape[d]);
         n *= shape[d];
     }
+    /* the table as a whole keeps the bound of one tensor, so its byte size never wraps either */
+    if (n > INT64_MAX / 16 - p->numel)
+        return QKV_ERROR(QKV_ERR_SHAPE, "qkv_params_add: '%s' (%lld values) makes the table larger than 2^59 values",
+                         name, (long long)n);
     if (p->count == p->cap) {
         int64_t cap = p->cap ? 2 * p->cap : 32;
         qkv_tensor **t = realloc(p->tensors, (size_t)cap * sizeof *t);

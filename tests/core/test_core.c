@@ -204,6 +204,26 @@ TEST(params_blocks_are_contiguous_in_order) {
     qkv_params_free(NULL);
 }
 
+/* The table's total is bounded like one tensor's: tensors that each fit but together pass 2^59
+ * values were summed into a signed overflow (a model file's header asked for 1000 layers of
+ * 2^28 x 2^28 matrices; UBSan: "signed integer overflow" in qkv_params_add). */
+TEST(params_table_too_large_is_refused) {
+    qkv_params *p = NULL;
+    CHECK_OK(qkv_params_new(&p));
+    const int64_t big = INT64_C(1) << 28;
+    CHECK_OK(qkv_params_add(p, "a", 2, (int64_t[]){big, big}, NULL));
+    int k = 0;
+    qkv_status st = QKV_OK;
+    while (st == QKV_OK && k < 64) {
+        char name[16];
+        snprintf(name, sizeof name, "b%d", k++);
+        st = qkv_params_add(p, name, 2, (int64_t[]){big, big}, NULL);
+    }
+    CHECK(st == QKV_ERR_SHAPE && strstr(qkv_last_error(), "larger than 2^59"));
+    CHECK(k == 7 && qkv_params_numel(p) == 7 * big * big); /* an 8th 2^56 would make 2^59 */
+    qkv_params_free(p);
+}
+
 /* The initialisers draw Philox blocks 16 at a time over the threads; element i must still be
  * exactly what qkv_rng_uniform / qkv_rng_normal give index i, at any thread count, including the
  * ragged last group (n is not a multiple of 64) and sizes below the parallel threshold. */

@@ -120,8 +120,12 @@ static void init_params(qkv_model *m, uint64_t seed) {
 
 /* The model's structure and parameter block; initialised from seed when init, else left for
  * qkv_model_load to fill (it requires every parameter in the file, so initialising values that
- * are overwritten at once would only cost time: ~0.3 s of every `qkv decode` of a G2P model). */
-static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool init, qkv_model **out) {
+ * are overwritten at once would only cost time: ~0.3 s of every `qkv decode` of a G2P model).
+ * With a file, its tensors' max_values bound the parameters before anything is allocated: the
+ * configuration comes from the file's header, and a few hundred bytes could otherwise ask for
+ * gigabytes that the loader would refuse only after allocating them. */
+static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool init, const char *file,
+                               uint64_t max_values, qkv_model **out) {
     *out = NULL;
     qkv_status st = qkv_model_config_check(cfg);
     if (st) return st;
@@ -133,6 +137,11 @@ static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool 
     st = (!m->encoder_layers || !m->decoder_layers) ? QKV_ERROR(QKV_ERR_OOM, "qkv_model_new: out of memory")
                                                     : qkv_params_new(&m->params);
     if (!st) st = register_params(m);
+    if (!st && file && (uint64_t)qkv_params_numel(m->params) > max_values)
+        st = QKV_ERROR(QKV_ERR_FORMAT,
+                       "%s: the configuration (qkv.config) has %lld parameters, more than the %llu values the file's "
+                       "tensors can hold",
+                       file, (long long)qkv_params_numel(m->params), (unsigned long long)max_values);
     if (!st) st = qkv_params_finalize(m->params);
     if (st) {
         qkv_model_free(m);
@@ -146,7 +155,7 @@ static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool 
 
 qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model **out) {
     if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_model_new: out is NULL");
-    return model_create(cfg, seed, true, out);
+    return model_create(cfg, seed, true, NULL, 0, out);
 }
 
 void qkv_model_free(qkv_model *m) {
@@ -192,9 +201,14 @@ qkv_status qkv_model_load(const char *path, qkv_model **out) {
         snprintf(msg, sizeof msg, "%s", qkv_last_error());
         st = QKV_ERROR(st, "%s: %s", path, msg);
     }
+    uint64_t values = 0; /* F32 is the smallest dtype qkv_params_load accepts */
+    for (int64_t i = 0; i < qkv_st_count(f); i++) {
+        qkv_st_entry e;
+        if (qkv_st_get(f, i, &e) == QKV_OK) values += e.nbytes / 4;
+    }
     qkv_st_close(f);
     qkv_model *m = NULL;
-    if (!st) st = model_create(&cfg, 0, false, &m);
+    if (!st) st = model_create(&cfg, 0, false, path, values, &m);
     if (!st) st = qkv_params_load(m->params, path);
     if (st) {
         qkv_model_free(m);

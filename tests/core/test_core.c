@@ -2,6 +2,8 @@
 #include "core/internal.h"
 #include "testutil.h"
 
+#include <time.h>
+
 /* Known-answer vectors of Philox4x32-10 from Random123's kat_vectors. */
 TEST(philox_known_answers) {
     uint32_t out[4];
@@ -221,6 +223,35 @@ TEST(params_table_too_large_is_refused) {
     }
     CHECK(st == QKV_ERR_SHAPE && strstr(qkv_last_error(), "larger than 2^59"));
     CHECK(k == 7 && qkv_params_numel(p) == 7 * big * big); /* an 8th 2^56 would make 2^59 */
+    qkv_params_free(p);
+}
+
+/* Names are found by hash: a model file's header can ask for tens of thousands of tensors (2 x
+ * 1000 layers), and the linear duplicate check made registering them quadratic (2.5 s for the
+ * 2000-layer header of tests/fuzz/corpus/model_config/slow_2000_layers.safetensors; 10^5 names
+ * took minutes). */
+TEST(params_registration_of_many_names_is_fast) {
+    qkv_params *p = NULL;
+    CHECK_OK(qkv_params_new(&p));
+    enum { N = 100000 };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "layers.%d.weight", i);
+        CHECK_OK(qkv_params_add(p, name, 1, (int64_t[]){1}, NULL));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK_MSG(seconds < 5, "%d registrations took %.2f s", N, seconds);
+    for (int i = 0; i < N; i += 997) {
+        snprintf(name, sizeof name, "layers.%d.weight", i);
+        const qkv_tensor *t = qkv_params_find(p, name);
+        CHECK(t == qkv_params_get(p, i) && t && !strcmp(t->name, name));
+    }
+    CHECK(qkv_params_find(p, "layers.100000.weight") == NULL && qkv_params_find(p, "layers.") == NULL);
+    CHECK_ERR(qkv_params_add(p, "layers.4242.weight", 1, (int64_t[]){1}, NULL), QKV_ERR_INVALID_ARG, "duplicate");
+    CHECK(qkv_params_count(p) == N);
     qkv_params_free(p);
 }
 

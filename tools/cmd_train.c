@@ -107,26 +107,6 @@ static void write_report(const char *dir, const history *h, const char *config_p
     if (qkv_train_report_write(path, &r)) fprintf(stderr, "qkv train: report: %s\n", qkv_last_error());
 }
 
-/* The best value of the selection metric recorded in a run's log.jsonl ("dev_<key>"; +-INFINITY
- * when none): a resumed run keeps comparing against the model it saved before it stopped. */
-static double best_logged(const char *dir, const char *key, bool lower_is_better) {
-    char path[1024], line[4096], member[80];
-    double best = lower_is_better ? INFINITY : -INFINITY;
-    if (task_path(path, sizeof path, dir, "log.jsonl")) return best;
-    FILE *f = fopen(path, "r");
-    if (!f) return best;
-    const int n = snprintf(member, sizeof member, "\"dev_%s\":", key);
-    while (fgets(line, sizeof line, f)) {
-        const char *k = strstr(line, member);
-        if (!k) continue;
-        char *end = NULL;
-        double v = strtod(k + n, &end);
-        if (end != k + n) best = lower_is_better ? fmin(best, v) : fmax(best, v);
-    }
-    fclose(f);
-    return best;
-}
-
 static int fail(const char *what) {
     fprintf(stderr, "qkv train: %s%s%s\n", what, *qkv_last_error() ? ": " : "", qkv_last_error());
     return 1;
@@ -208,7 +188,7 @@ int qkv_cmd_train(int argc, char **argv) {
         if (qkv_trainer_load(trainer, ckpt, &epoch, &batch, &fingerprint)) goto done_err;
         /* the batcher refuses a position whose fingerprint differs: other data or batching options */
         if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
-        best_value = best_logged(s->out_dir, ops->select, lower);
+        best_value = task_best_logged(s->out_dir, ops->select, lower);
         printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
                (long long)epoch, (long long)batch);
     }

@@ -128,6 +128,24 @@ int task_attn_write(const task_attn *a) {
     return st ? 1 : 0;
 }
 
+double task_best_logged(const char *dir, const char *key, bool lower_is_better) {
+    char path[1024], line[4096], member[80];
+    double best = lower_is_better ? INFINITY : -INFINITY;
+    if (task_path(path, sizeof path, dir, "log.jsonl")) return best;
+    FILE *f = fopen(path, "r");
+    if (!f) return best;
+    const int n = snprintf(member, sizeof member, "\"dev_%s\":", key);
+    while (fgets(line, sizeof line, f)) {
+        const char *k = strstr(line, member);
+        if (!k) continue;
+        char *end = NULL;
+        double v = strtod(k + n, &end);
+        if (end != k + n) best = lower_is_better ? fmin(best, v) : fmax(best, v);
+    }
+    fclose(f);
+    return best;
+}
+
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n) {
     char path[1024], tmp[1100];
     qkv_status st = task_path(path, sizeof path, dir, "task.conf");

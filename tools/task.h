@@ -164,6 +164,12 @@ typedef struct task_attn {
 } task_attn;
 int task_attn_write(const task_attn *a);
 
+/* The best value of the selection metric `key` recorded in dir/log.jsonl (its members
+ * "dev_<key>": the lowest, or the highest; when there is none or no log, the worst value,
+ * INFINITY or -INFINITY): a resumed run keeps comparing against the model it saved before it
+ * stopped. */
+double task_best_logged(const char *dir, const char *key, bool lower_is_better);
+
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);
 

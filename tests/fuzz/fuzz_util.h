@@ -1,12 +1,14 @@
 /*
- * fuzz_util.h: what the libFuzzer targets of tests/fuzz share (header only: every tests/<area>/fuzz_<name>.c
- * is a target of its own, and the test binaries leave out every "/fuzz_" file).
+ * fuzz_util.h: what the libFuzzer targets of tests/fuzz share (header only: every
+ * tests/<area>/fuzz_<name>.c is a target of its own, and the test binaries leave out every
+ * "/fuzz_" file).
  *
  *   FZ_REQUIRE(cond)   an invariant: when it fails, the message goes to stderr and the target
  *                      aborts, which libFuzzer reports as a crash and saves the input
- *   fz_path(name)      a file in the process's scratch directory, made on first use under
- *                      $TMPDIR (scripts/fuzz.sh points it at a tmpfs such as /dev/shm, where the
- *                      readers' fsyncs cost nothing) and removed at exit
+ *   fz_path(name)      a file in the process's scratch directory (the same pointer for the same
+ *                      name); the directory is made on first use under $TMPDIR (scripts/fuzz.sh
+ *                      points it at a tmpfs such as /dev/shm, where the readers' fsyncs cost
+ *                      nothing) and removed at exit
  *   fz_write_file      the input (or a part of it) as a file, for the readers that take a path
  *   fz_reader          cuts an input into a few bytes of options and text fields
  */
@@ -66,13 +68,23 @@ static inline const char *fz_dir(void) {
     return fz_scratch;
 }
 
-/* "<scratch>/<name>" in one of a few rotating static buffers (enough for a call's arguments). */
+/* "<scratch>/<name>": a pointer that stays valid and the same for each name (a small table of
+ * the names a target uses). */
 static inline const char *fz_path(const char *name) {
-    static char bufs[4][600];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", fz_dir(), name);
-    return b;
+    static struct {
+        char name[96];
+        char path[700];
+    } table[128];
+    static int used;
+    for (int i = 0; i < used; i++)
+        if (!strcmp(table[i].name, name)) return table[i].path;
+    if (used == 128 || strlen(name) >= sizeof table[0].name) {
+        fprintf(stderr, "fuzz: too many or too long scratch names (%s)\n", name);
+        abort();
+    }
+    snprintf(table[used].name, sizeof table[0].name, "%s", name);
+    snprintf(table[used].path, sizeof table[0].path, "%s/%s", fz_dir(), name);
+    return table[used++].path;
 }
 
 static inline void fz_write_file(const char *path, const void *data, size_t size) {

@@ -17,7 +17,8 @@
  *
  * Invariants: the text is parsed or refused with a "FILE:LINE" message; a parsed corpus reads the
  * same from a file as from memory; its examples respect the limits and the format (symbols
- * non-empty, inside the text, no line break, TAB or NUL; a label is one symbol); a vocabulary
+ * non-empty, inside the text, whole UTF-8 characters, one each where the symbols are
+ * characters, no line break, TAB or NUL; a label is one symbol); a vocabulary
  * holds the reserved ids and finds every symbol it was built from; a dataset's ids lie in its
  * vocabularies; every batch stays within its token budget, is padded, and with the others of its
  * epoch holds every example exactly once; a position formats, parses back and seeks to the same
@@ -26,6 +27,7 @@
 #include "fuzz_util.h"
 
 #include "qkv/qkv.h"
+#include "data/data_internal.h" /* qkv__utf8_char_len */
 #include "qkv/qkv_data.h"
 
 #include <math.h>
@@ -61,6 +63,16 @@ static void check_corpus(const qkv_corpus *c, const char *text, size_t len, cons
                     FZ_REQUIRE(s[b] != '\n' && s[b] != '\r' && s[b] != '\0');
                     if (kind != QKV_CORPUS_TEXT || o->text_words) FZ_REQUIRE(s[b] != '\t');
                 }
+                /* whole UTF-8 characters; one each where the symbols are characters */
+                int chars = 0;
+                for (size_t b = 0; b < sl; chars++) {
+                    const int cl = qkv__utf8_char_len((const unsigned char *)s + b, sl - b);
+                    FZ_REQUIRE(cl > 0);
+                    b += (size_t)cl;
+                }
+                const bool by_char = (kind == QKV_CORPUS_PAIRS && field == QKV_FIELD_SRC && !o->src_tokens) ||
+                                     (kind == QKV_CORPUS_TEXT && !o->text_words);
+                if (by_char) FZ_REQUIRE(chars == 1);
             }
             FZ_REQUIRE(qkv_corpus_symbol(c, i, field, n, NULL) == NULL);
         }

@@ -4,18 +4,24 @@
  * reads src.vocab and feat.<name>.vocab of a run; enc_input_token looks a word and its spelling
  * features up in them).
  *
- * Input: one byte of options (bits 0-2: how many spelling features the run has, 0 .. 7), then
- * the file's bytes, written as src.vocab and as every feat.<name>.vocab.
+ * Also the lookup of `qkv decode` input lines in a run's source vocabulary (run_dir_encode), with
+ * the file's own lines as the inputs.
+ *
+ * Input: one byte of options (bits 0-2: how many spelling features the run has, 0 .. 7; bit 3:
+ * the inputs are space-separated tokens, not characters), then the file's bytes, written as
+ * src.vocab and as every feat.<name>.vocab.
  *
  * Invariants: the file loads or is refused with a "FILE:LINE" message; a loaded vocabulary starts
  * with the four reserved symbols, finds every symbol at its id, saves back to the same bytes (the
  * file with its last line end) and still finds every symbol after sorting, in byte order;
- * enc_input_load agrees with qkv_vocab_load; every looked-up word and feature id is in range.
+ * enc_input_load agrees with qkv_vocab_load; every looked-up word and feature id is in range; an
+ * input line is encoded into at most its limit of ids in range, or refused with a message.
  */
 #include "fuzz_util.h"
 
 #include "encoder_input.h"
 #include "qkv/qkv_data.h"
+#include "run_dir.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -36,7 +42,8 @@ static void check_symbols(const qkv_vocab *v) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_reader r = {data, size};
-    const int n_features = fz_byte(&r) & 7;
+    const uint8_t opts = fz_byte(&r);
+    const int n_features = opts & 7;
     const char *path = fz_path("src.vocab");
     fz_write_file(path, r.p, r.n);
     qkv_vocab *v = NULL;
@@ -54,6 +61,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_REQUIRE(n == r.n + !ends && !memcmp(bytes, r.p, r.n));
         free(bytes);
         remove(saved);
+        /* `qkv decode` input lines looked up in it (run_dir_encode), by characters or tokens */
+        run_dir rd;
+        memset(&rd, 0, sizeof rd);
+        rd.src = v;
+        rd.src_tokens = (opts >> 3) & 1;
+        fz_reader lines = r;
+        for (int64_t line = 1; lines.n && line <= 16; line++) {
+            size_t len;
+            const char *s = fz_field(&lines, '\n', &len);
+            char *text = fz_strndup(s, len);
+            int32_t ids[16];
+            int64_t count = -1;
+            qkv_status est = run_dir_encode(&rd, "input.txt", line, text, false, ids, 16, &count);
+            FZ_REQUIRE(est == QKV_OK || qkv_last_error()[0] != '\0');
+            if (!est) {
+                FZ_REQUIRE(count >= 0 && count <= 16);
+                for (int64_t k = 0; k < count; k++)
+                    FZ_REQUIRE(ids[k] >= 0 && ids[k] < qkv_vocab_size(v));
+            }
+            free(text);
+        }
         FZ_REQUIRE(qkv_vocab_sort(v) == QKV_OK);
         check_symbols(v);
         for (int32_t id = QKV_VOCAB_RESERVED + 1; id < qkv_vocab_size(v); id++) {

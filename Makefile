@@ -3,7 +3,7 @@ BUILD ?= build/release
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-asan test-portable fuzz demo demo-reverse bench bench-compare clean
+.PHONY: all build test test-asan test-portable fuzz fuzz-smoke demo demo-reverse bench bench-compare clean
 
 all: build
 
@@ -28,16 +28,18 @@ test-asan:
 test-portable:
 	$(MAKE) test BUILD=build/portable CMAKE_FLAGS="-DQKV_WITH_BLAS=OFF -DQKV_WITH_OPENMP=OFF -DQKV_BUILD_BENCH=OFF"
 
-# libFuzzer + ASan/UBSan run of the safetensors reader and JSON parser (needs clang):
-# FUZZ_TIME seconds; the growing corpus stays in build/fuzz/corpus; a crash leaves crash-* here.
-FUZZ_TIME ?= 60
+# libFuzzer targets of every parser (tests/*/fuzz_*.c; clang, ASan + UBSan) in build/fuzz:
+# `make fuzz` builds them, `make fuzz FUZZ_TIME=N` also runs each N seconds, `make fuzz-smoke`
+# runs each 20 s (CI). scripts/fuzz.sh prints per target its executions and "0 crashes" or the
+# crashing input (build/fuzz/crashes/), and fails on any crash, leak, hang or sanitizer report.
+FUZZ_TIME ?=
 fuzz:
-	cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DQKV_FUZZ=ON \
-	    -DQKV_BUILD_TESTS=OFF -DQKV_BUILD_BENCH=OFF -DQKV_BUILD_DOUBLE=OFF >/dev/null
-	cmake --build build/fuzz -j $(JOBS) --target fuzz_safetensors
-	mkdir -p build/fuzz/corpus
-	build/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -dict=tests/io/fuzz_safetensors.dict \
-	    build/fuzz/corpus tests/io/fuzz_corpus
+	@scripts/setup.sh
+	JOBS=$(JOBS) scripts/fuzz.sh $(if $(FUZZ_TIME),--time $(FUZZ_TIME),--build-only)
+
+fuzz-smoke:
+	@scripts/setup.sh
+	JOBS=$(JOBS) scripts/fuzz.sh --time 20
 
 # The main job: a G2P Transformer trained on the shipped CMUdict for a few minutes (scripts/demo.sh).
 demo:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Install what qkv needs on Debian: a C compiler, CMake, OpenBLAS (OpenMP build) and OpenMP.
+# Install what qkv needs on Debian: a C compiler, CMake, OpenBLAS (OpenMP build) and OpenMP, and
+# clang with its sanitizer and libFuzzer runtimes (libclang-rt-dev: only recommended by clang's
+# packages, which --no-install-recommends leaves out) for `make test-asan` and `make fuzz`.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 #   scripts/setup.sh            build dependencies
 #   scripts/setup.sh --torch    also python3-torch + numpy (only to regenerate test fixtures)
 #   scripts/setup.sh --profile  also perf and valgrind (bench/profile.sh)
 set -eu
-want=(build-essential cmake libopenblas-openmp-dev clang libomp-dev)
+want=(build-essential cmake libopenblas-openmp-dev clang libclang-rt-dev libomp-dev)
 for opt in "$@"; do
     case "$opt" in
     --torch) want+=(python3-torch python3-numpy) ;;

@@ -157,6 +157,7 @@ typedef struct task_attn {
 } task_attn;
 int task_attn_write(const task_attn *a);
 
+
 /* Write task.conf into dir: "task = <name>" and the n lines of `lines` ("key = value"). */
 qkv_status task_write_conf(const char *dir, const char *name, const char *const *lines, int n);
 

@@ -168,7 +168,8 @@ typedef enum qkv_param_block {
 QKV_API qkv_status qkv_params_new(qkv_params **out);
 QKV_API void qkv_params_free(qkv_params *p); /* accepts NULL */
 /* Register a parameter before qkv_params_finalize. The returned tensor pointer stays valid for
- * the life of the table; its data pointer is set by finalize. Names must be unique. */
+ * the life of the table; its data pointer is set by finalize. Names must be unique. A tensor or
+ * table of more than 2^59 values is QKV_ERR_SHAPE. */
 QKV_API qkv_status qkv_params_add(qkv_params *p, const char *name, int ndim, const int64_t *shape,
                                   qkv_tensor **out);
 /* Allocate the four blocks (64-byte aligned, zeroed) and point every parameter into them. */

@@ -161,7 +161,9 @@ QKV_API qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv
 QKV_API void qkv_model_free(qkv_model *m); /* accepts NULL */
 
 /* Files: safetensors with the parameters under the names above and metadata
- * "qkv.format" = "1", "qkv.arch", "qkv.config" (JSON). Written atomically. */
+ * "qkv.format" = "1", "qkv.arch", "qkv.config" (JSON). Written atomically. Loading refuses a
+ * configuration with more parameters than the file's tensors can hold (QKV_ERR_FORMAT) before
+ * allocating them, so what a file's header asks for stays in proportion to the file. */
 QKV_API qkv_status qkv_model_save(const qkv_model *m, const char *path);
 QKV_API qkv_status qkv_model_load(const char *path, qkv_model **out);
 

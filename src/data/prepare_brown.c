@@ -237,6 +237,13 @@ static qkv_status read_file_sentences(brown_state *S, int f, qkv_prepare_counts 
                                (long long)line, qkv__quote(q, sizeof q, t, tl));
                 break;
             }
+            /* the splits must read back: a word spelling <pad>, <bos> or <eos> would be that id */
+            const int32_t reserved = qkv__vocab_reserved_id(t, wl);
+            if (reserved >= 0 && reserved != QKV_VOCAB_UNK) {
+                st = QKV_ERROR(QKV_ERR_FORMAT, "%s:%lld: token %s: the word is a reserved symbol of the vocabularies",
+                               path, (long long)line, qkv__quote(q, sizeof q, t, tl));
+                break;
+            }
             for (size_t x = 0; x < gl; x++) {
                 char ch = slash[1 + x];
                 tag[x] = ch >= 'a' && ch <= 'z' ? (char)(ch - 'a' + 'A') : ch;

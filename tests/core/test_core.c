@@ -2,6 +2,8 @@
 #include "core/internal.h"
 #include "testutil.h"
 
+#include <time.h>
+
 /* Known-answer vectors of Philox4x32-10 from Random123's kat_vectors. */
 TEST(philox_known_answers) {
     uint32_t out[4];
@@ -202,6 +204,55 @@ TEST(params_blocks_are_contiguous_in_order) {
     CHECK(mx <= bound && mx > 0.3 * bound);
     qkv_params_free(p);
     qkv_params_free(NULL);
+}
+
+/* The table's total is bounded like one tensor's: tensors that each fit but together pass 2^59
+ * values were summed into a signed overflow (a model file's header asked for 1000 layers of
+ * 2^28 x 2^28 matrices; UBSan: "signed integer overflow" in qkv_params_add). */
+TEST(params_table_too_large_is_refused) {
+    qkv_params *p = NULL;
+    CHECK_OK(qkv_params_new(&p));
+    const int64_t big = INT64_C(1) << 28;
+    CHECK_OK(qkv_params_add(p, "a", 2, (int64_t[]){big, big}, NULL));
+    int k = 0;
+    qkv_status st = QKV_OK;
+    while (st == QKV_OK && k < 64) {
+        char name[16];
+        snprintf(name, sizeof name, "b%d", k++);
+        st = qkv_params_add(p, name, 2, (int64_t[]){big, big}, NULL);
+    }
+    CHECK(st == QKV_ERR_SHAPE && strstr(qkv_last_error(), "larger than 2^59"));
+    CHECK(k == 7 && qkv_params_numel(p) == 7 * big * big); /* an 8th 2^56 would make 2^59 */
+    qkv_params_free(p);
+}
+
+/* Names are found by hash: a model file's header can ask for tens of thousands of tensors (2 x
+ * 1000 layers), and the linear duplicate check made registering them quadratic (2.5 s for the
+ * 2000-layer header of tests/fuzz/corpus/model_config/slow_2000_layers.safetensors; 10^5 names
+ * took minutes). */
+TEST(params_registration_of_many_names_is_fast) {
+    qkv_params *p = NULL;
+    CHECK_OK(qkv_params_new(&p));
+    enum { N = 100000 };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "layers.%d.weight", i);
+        CHECK_OK(qkv_params_add(p, name, 1, (int64_t[]){1}, NULL));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK_MSG(seconds < 5, "%d registrations took %.2f s", N, seconds);
+    for (int i = 0; i < N; i += 997) {
+        snprintf(name, sizeof name, "layers.%d.weight", i);
+        const qkv_tensor *t = qkv_params_find(p, name);
+        CHECK(t == qkv_params_get(p, i) && t && !strcmp(t->name, name));
+    }
+    CHECK(qkv_params_find(p, "layers.100000.weight") == NULL && qkv_params_find(p, "layers.") == NULL);
+    CHECK_ERR(qkv_params_add(p, "layers.4242.weight", 1, (int64_t[]){1}, NULL), QKV_ERR_INVALID_ARG, "duplicate");
+    CHECK(qkv_params_count(p) == N);
+    qkv_params_free(p);
 }
 
 /* The initialisers draw Philox blocks 16 at a time over the threads; element i must still be

@@ -2,8 +2,9 @@
  * fuzz_safetensors.c: libFuzzer target for the safetensors reader (qkv_st_parse) and the JSON
  * parser under it. Not part of the test binaries (CMake excludes "/fuzz_" files); built with
  * -DQKV_FUZZ=ON by clang with -fsanitize=fuzzer,address,undefined. `make fuzz` builds it in
- * build/fuzz and runs it for FUZZ_TIME (60) seconds on the seed corpus tests/io/fuzz_corpus with
- * the dictionary tests/io/fuzz_safetensors.dict.
+ * build/fuzz with the other targets and `make fuzz FUZZ_TIME=N` runs each N seconds
+ * (scripts/fuzz.sh), this one on the seed corpus tests/io/fuzz_corpus with the dictionary
+ * tests/io/fuzz_safetensors.dict.
  *
  * Every input must either be rejected with QKV_ERR_FORMAT and a message, or parse into a file
  * whose entries all lie inside the buffer (every byte is read, so ASan sees any overrun) and can

@@ -110,6 +110,30 @@ TEST(model_load_rejects_files_that_are_not_qkv_models) {
     CHECK_ERR(qkv_model_load("/nonexistent/model.safetensors", &m), QKV_ERR_IO, "nonexistent");
 }
 
+/* The configuration comes from the file's header: a header-only file asking for a 10^7 x 64
+ * embedding is refused before the 4 blocks of 2.56 GB are allocated (the loader allocated them
+ * and only then found the tensors missing; libFuzzer: "out-of-memory (malloc(2560073856))").
+ * The file is also refused when its tensors are there but too small to hold the configuration. */
+TEST(model_load_bounds_the_configuration_by_the_file) {
+    char path[] = "/tmp/qkv_model_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    const char *keys[] = {"qkv.format", "qkv.arch", "qkv.config"};
+    const char *values[] = {"1", "encoder",
+                            "{\"arch\":\"encoder\",\"src_vocab\":10000000,\"tgt_vocab\":5,\"d_model\":64,"
+                            "\"n_heads\":1,\"dim_feedforward\":8,\"n_encoder_layers\":1,\"n_decoder_layers\":0}"};
+    CHECK_OK(qkv_st_save(path, NULL, 0, keys, values, 3));
+    qkv_model *m = NULL;
+    CHECK_ERR(qkv_model_load(path, &m), QKV_ERR_FORMAT, "describes 640018445 parameter values but the file holds only 0");
+    CHECK(m == NULL);
+    const float x[4] = {0};
+    const qkv_st_tensor t = {"embed.weight", "F32", 1, (const int64_t[]){4}, x};
+    CHECK_OK(qkv_st_save(path, &t, 1, keys, values, 3));
+    CHECK_ERR(qkv_model_load(path, &m), QKV_ERR_FORMAT, "but the file holds only 4");
+    unlink(path);
+}
+
 static qkv_model *small_model(qkv_arch arch, qkv_head_kind head) {
     qkv_model_config c = qkv_model_default_config(arch, 4, 2, 1);
     c.src_vocab = 7;

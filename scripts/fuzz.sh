@@ -5,6 +5,8 @@
 #   scripts/fuzz.sh --build-only          configure and build every target
 #   scripts/fuzz.sh [--time N] [NAME...]  build, then run every target (or the NAMEd ones, e.g.
 #                                         fuzz_corpus) N seconds each (FUZZ_TIME, default 20)
+#   scripts/fuzz.sh --runs N [NAME...]    run each N executions instead (the campaign of
+#                                         docs/reliability.md: --runs 10000000)
 #
 # Each run starts from the target's seed corpus (tests/<area>/corpus/<name without fuzz_>, or
 # tests/<area>/fuzz_corpus) and its dictionary (tests/<area>/<target>.dict) when there is one;
@@ -18,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build/fuzz}
 TIME=${FUZZ_TIME:-20}
+RUNS=
 JOBS=${JOBS:-2}
 build_only=0
 names=()
@@ -25,7 +28,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --build-only) build_only=1 ;;
     --time) TIME=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --runs) RUNS=$2; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1") ;;
     esac
@@ -67,8 +71,8 @@ for src in $sources; do
     work=$BUILD/corpus/$name
     log=$BUILD/logs/$name.log
     mkdir -p "$work" "$scratch/$name"
-    args=(-max_total_time="$TIME" -timeout=10 -print_final_stats=1
-          -artifact_prefix="$BUILD/crashes/$name-")
+    args=(-timeout=10 -print_final_stats=1 -artifact_prefix="$BUILD/crashes/$name-")
+    if [ -n "$RUNS" ]; then args+=(-runs="$RUNS"); else args+=(-max_total_time="$TIME"); fi
     [ -f "$dict" ] && args+=(-dict="$dict")
     TMPDIR=$scratch/$name "$BUILD/$name" "${args[@]}" "$work" $seeds >"$log" 2>&1
     rc=$?

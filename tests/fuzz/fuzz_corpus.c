@@ -104,14 +104,7 @@ static void check_same(const qkv_corpus *a, const qkv_corpus *b) {
 }
 
 static void check_vocab(const qkv_vocab *v, const qkv_corpus *c, int field, int64_t min_count) {
-    static const char *const reserved[4] = {"<pad>", "<unk>", "<bos>", "<eos>"};
-    FZ_REQUIRE(qkv_vocab_size(v) >= QKV_VOCAB_RESERVED);
-    for (int32_t k = 0; k < QKV_VOCAB_RESERVED; k++)
-        FZ_REQUIRE(!strcmp(qkv_vocab_symbol(v, k), reserved[k]));
-    for (int32_t id = 0; id < qkv_vocab_size(v); id++) {
-        const char *s = qkv_vocab_symbol(v, id);
-        FZ_REQUIRE(s && qkv_vocab_find(v, s, strlen(s)) == id);
-    }
+    fz_require_vocab_table(v);
     for (int64_t i = 0; i < qkv_corpus_size(c); i++)
         for (int64_t k = 0; k < qkv_corpus_length(c, i, field); k++) {
             size_t len = 0;

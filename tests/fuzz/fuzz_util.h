@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qkv/qkv_data.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
@@ -136,6 +138,19 @@ static inline const char *fz_field(fz_reader *r, uint8_t sep, size_t *len) {
     r->p += *len + (at != NULL);
     r->n -= *len + (at != NULL);
     return s;
+}
+
+/* What every vocabulary holds: the reserved symbols at ids 0 .. 3, then non-empty symbols that
+ * are found again at their own id. */
+static inline void fz_require_vocab_table(const qkv_vocab *v) {
+    static const char *const reserved[QKV_VOCAB_RESERVED] = {"<pad>", "<unk>", "<bos>", "<eos>"};
+    FZ_REQUIRE(qkv_vocab_size(v) >= QKV_VOCAB_RESERVED);
+    for (int32_t k = 0; k < QKV_VOCAB_RESERVED; k++)
+        FZ_REQUIRE(!strcmp(qkv_vocab_symbol(v, k), reserved[k]));
+    for (int32_t id = 0; id < qkv_vocab_size(v); id++) {
+        const char *s = qkv_vocab_symbol(v, id);
+        FZ_REQUIRE(s && *s && qkv_vocab_find(v, s, strlen(s)) == id);
+    }
 }
 
 /* A NUL-terminated malloc'd copy of data[0, len). */

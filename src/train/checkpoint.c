@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -96,6 +97,48 @@ static bool parse_count(const char *s, int64_t *out) {
     return true;
 }
 
+/* Element i of a checkpoint tensor (F32 or F64, checked by the caller) in the build's dtype. */
+static qkv_real element(const qkv_st_entry *e, int64_t i) {
+    if (e->dtype == QKV_F64) {
+        double v;
+        memcpy(&v, (const char *)e->data + 8 * i, 8);
+        return (qkv_real)v;
+    }
+    float v;
+    memcpy(&v, (const char *)e->data + 4 * i, 4);
+    return (qkv_real)v;
+}
+
+static qkv_status find_block_tensor(const qkv_st_file *f, int block, const qkv_tensor *pt, qkv_st_entry *e) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%.400s", block_prefix[block], pt->name);
+    return qkv_st_find(f, name, e);
+}
+
+/* Every value of tensor i of block b must be finite once converted to qkv_real (an F64 value
+ * beyond float's range is not), and a second moment (Adam's running mean of squared gradients)
+ * must not be negative: a NaN weight or moment would turn every later step into NaN, and the
+ * trainer would only find out at its next save, so such a checkpoint is refused at load. */
+static qkv_status check_values(const qkv_trainer *t, const qkv_st_file *f, const char *path, int b, int64_t i) {
+    const qkv_tensor *pt = qkv_params_get(t->model->params, i);
+    qkv_st_entry e;
+    find_block_tensor(f, b, pt, &e);
+    for (int64_t k = 0, m = qkv_tensor_numel(pt); k < m; k++) {
+        const qkv_real v = element(&e, k);
+        if (isfinite(v) && !(b == 2 && v < 0)) continue;
+        const char *what = isnan(v) ? "NaN" : isinf(v) ? "an infinite value" : "a negative value";
+        if (isinf(v) && e.dtype == QKV_F64) {
+            double d;
+            memcpy(&d, (const char *)e.data + 8 * k, 8);
+            if (isfinite(d)) what = "a value beyond float's range";
+        }
+        return QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s%.200s' holds %s at element %lld%s", path, block_prefix[b],
+                         pt->name, what, (long long)k,
+                         b == 2 && isfinite(v) ? " (a second moment is a mean of squares)" : "");
+    }
+    return QKV_OK;
+}
+
 qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoch, int64_t *data_batch,
                             uint64_t *data_fingerprint) {
     if (!t || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_trainer_load: NULL argument");
@@ -141,27 +184,16 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
         for (int d = 0; same && d < e.ndim; d++) same = e.shape[d] == pt->shape[d];
         if (!same) st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' has the wrong shape or dtype (%s)", path, name, e.dtype_name);
     }
+    for (int64_t k = 0; k < blocks * n && !st; k++) st = check_values(t, f, path, (int)(k / n), k % n);
     if (!st && qkv_st_count(f) != blocks * n)
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: %lld tensors, expected %lld", path, (long long)qkv_st_count(f),
                        (long long)(blocks * n));
     for (int64_t k = 0; k < blocks * n && !st; k++) {
         const qkv_tensor *pt = qkv_params_get(p, k % n);
-        char name[512];
-        snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
         qkv_st_entry e;
-        qkv_st_find(f, name, &e);
+        find_block_tensor(f, (int)(k / n), pt, &e);
         qkv_real *dst = slice(t, (int)(k / n), k % n);
-        for (int64_t i = 0, m = qkv_tensor_numel(pt); i < m; i++) {
-            if (e.dtype == QKV_F64) {
-                double v;
-                memcpy(&v, (const char *)e.data + 8 * i, 8);
-                dst[i] = (qkv_real)v;
-            } else {
-                float v;
-                memcpy(&v, (const char *)e.data + 4 * i, 4);
-                dst[i] = (qkv_real)v;
-            }
-        }
+        for (int64_t i = 0, m = qkv_tensor_numel(pt); i < m; i++) dst[i] = element(&e, i);
     }
     qkv_st_close(f);
     if (st) return st;

@@ -3,10 +3,12 @@
  * the schedules give their closed-form values; guided attention is 0 for a diagonal map and has
  * the right gradient; resuming from a checkpoint is bit-identical to not stopping; gradient
  * accumulation over two halves equals one step on the whole batch; a bad batch is an error that
- * leaves the model untouched; and a small copy task learns.
+ * leaves the model untouched; a checkpoint with a non-finite weight or moment is refused at load;
+ * and a small copy task learns.
  */
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -204,6 +206,69 @@ TEST(trainer_resume_is_bit_identical) {
     qkv_trainer_free(t);
     qkv_model_free(m);
     free(straight);
+}
+
+/* Replace the only occurrence of `from`'s bytes in the file with `to`'s. */
+static void patch_value(const char *path, qkv_real from, qkv_real to) {
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    if (!f) return;
+    static unsigned char bytes[1 << 16];
+    const size_t n = fread(bytes, 1, sizeof bytes, f);
+    CHECK(n < sizeof bytes);
+    long at = -1;
+    int hits = 0;
+    for (size_t i = 0; i + sizeof from <= n; i++)
+        if (!memcmp(bytes + i, &from, sizeof from)) at = (long)i, hits++;
+    CHECK(hits == 1);
+    if (hits == 1) {
+        fseek(f, at, SEEK_SET);
+        fwrite(&to, sizeof to, 1, f);
+    }
+    fclose(f);
+}
+
+TEST(trainer_load_refuses_non_finite_state_and_keeps_the_trainer) {
+    /* a NaN weight or moment, or a negative second moment, would make every later step NaN:
+     * the checkpoint is refused at load, naming the tensor, and the trainer is left as it was */
+    const struct {
+        qkv_param_block block;
+        qkv_real bad;
+        const char *message;
+    } cases[] = {{QKV_BLOCK_DATA, NAN, "'model.%s' holds NaN at element 3"},
+                 {QKV_BLOCK_M, INFINITY, "'optim.m.%s' holds an infinite value at element 3"},
+                 {QKV_BLOCK_V, -1, "'optim.v.%s' holds a negative value at element 3"}};
+    const qkv_real marker = (qkv_real)12345.5;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char path[] = "/tmp/qkv_ckpt_XXXXXX";
+        int fd = mkstemp(path);
+        if (fd >= 0) close(fd);
+        qkv_train_config tc = quick_config();
+        qkv_model *m = tiny_seq2seq(5, 0);
+        qkv_trainer *t = NULL;
+        CHECK_OK(qkv_trainer_new(m, &tc, &t));
+        const qkv_tensor *w = qkv_params_get(m->params, 1);
+        const ptrdiff_t at = (const qkv_real *)w->data - qkv_params_block(m->params, QKV_BLOCK_DATA) + 3;
+        qkv_params_block(m->params, cases[c].block)[at] = marker;
+        CHECK_OK(qkv_trainer_save(t, path, 0, 0, 0));
+        patch_value(path, marker, cases[c].bad);
+        qkv_model *m2 = tiny_seq2seq(6, 0);
+        qkv_trainer *t2 = NULL;
+        CHECK_OK(qkv_trainer_new(m2, &tc, &t2));
+        qkv_real *before = copy_params(m2);
+        char expected[256];
+        snprintf(expected, sizeof expected, cases[c].message, w->name);
+        CHECK_ERR(qkv_trainer_load(t2, path, NULL, NULL, NULL), QKV_ERR_FORMAT, expected);
+        CHECK(!memcmp(before, qkv_params_block(m2->params, QKV_BLOCK_DATA),
+                      sizeof(qkv_real) * (size_t)qkv_params_numel(m2->params)));
+        CHECK(qkv_trainer_steps(t2) == 0);
+        free(before);
+        qkv_trainer_free(t2);
+        qkv_model_free(m2);
+        qkv_trainer_free(t);
+        qkv_model_free(m);
+        unlink(path);
+    }
 }
 
 TEST(gradient_accumulation_equals_the_whole_batch) {

@@ -262,6 +262,20 @@ bool config_enum(config *cfg, const char *key, int def, const char *const *names
     return fail(cfg, e, "%s = '%s' is not one of: %s", key, e->value, list);
 }
 
+bool config_registry(config *cfg, const char *key, qkv_registry_id id, int def, int *out) {
+    const qkv_registry *r = qkv_registry_get(id);
+    const char *names[64];
+    int def_index = 0;
+    for (int i = 0; i < r->count && i < 64; i++) {
+        names[i] = r->entries[i].name;
+        if (r->entries[i].value == def) def_index = i;
+    }
+    int index;
+    if (!config_enum(cfg, key, def_index, names, r->count < 64 ? r->count : 64, &index)) return false;
+    *out = r->entries[index].value;
+    return true;
+}
+
 bool config_fail(config *cfg, const char *key, const char *fmt, ...) {
     char msg[400];
     va_list ap;

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "qkv/qkv_registry.h"
+
 typedef struct config_entry {
     char *key, *value;
     const char *file; /* "--set" for command-line overrides */
@@ -51,6 +53,8 @@ bool config_double(config *cfg, const char *key, double def, double min, double 
 bool config_bool(config *cfg, const char *key, bool def, bool *out);
 /* One of names[0..n) -> its index. */
 bool config_enum(config *cfg, const char *key, int def, const char *const *names, int n, int *out);
+/* A name of the library's enumeration `id` (qkv_registry.h) -> its enum value; def is a value. */
+bool config_registry(config *cfg, const char *key, qkv_registry_id id, int def, int *out);
 
 /* Record a problem with the value of key (read before) in cfg->error as "FILE:LINE: message"
  * (or "--set: message"); returns false. */

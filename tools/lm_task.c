@@ -33,9 +33,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static const char *pos_names[] = {"none", "sinusoidal", "learned"};
-static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
-#define N(a) a, (int)(sizeof a / sizeof *a)
 
 /* model.d_model, heads, layers, ff, dropout, norm_first, pos, activation, max_len,
  * tie_embeddings, attention.* into a decoder-only configuration. */
@@ -53,10 +50,10 @@ static bool read_lm_model(config *cfg, qkv_model_config *m) {
     if (!config_double(cfg, "model.dropout", 0.1, 0, 0.99, &m->dropout) ||
         !config_bool(cfg, "model.norm_first", false, &m->norm_first) ||
         !config_bool(cfg, "model.tie_embeddings", false, &m->tie_embeddings) ||
-        !config_enum(cfg, "model.pos", QKV_POS_SINUSOIDAL, N(pos_names), &e))
+        !config_registry(cfg, "model.pos", QKV_REGISTRY_POS, QKV_POS_SINUSOIDAL, &e))
         return false;
     m->pos = (qkv_abs_pos)e;
-    if (!config_enum(cfg, "model.activation", QKV_ACT_RELU, N(act_names), &e)) return false;
+    if (!config_registry(cfg, "model.activation", QKV_REGISTRY_ACTIVATION, QKV_ACT_RELU, &e)) return false;
     m->activation = (qkv_activation)e;
     if (!config_int(cfg, "model.max_len", 256, 2, 1 << 20, &v)) return false;
     m->max_len = (int32_t)v;

@@ -5,10 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *ss_names[] = {"none", "linear", "exponential", "inverse_sigmoid"};
-static const char *strategy_names[] = {"greedy", "beam", "mask_predict"};
-static const char *lp_names[] = {"none", "average", "gnmt"};
-#define N(a) a, (int)(sizeof a / sizeof *a)
 
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     memset(s, 0, sizeof *s);
@@ -47,7 +43,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     if (!task_read_attention(cfg, "model.cross_attention", &m->cross_attn)) return false;
     /* training: the decoder's keys */
     qkv_train_config *t = &s->train;
-    if (!config_enum(cfg, "train.ss", 0, N(ss_names), &e)) return false;
+    if (!config_registry(cfg, "train.ss", QKV_REGISTRY_SCHEDULED_SAMPLING, QKV_SS_NONE, &e)) return false;
     t->ss_kind = (qkv_ss_kind)e;
     if (!config_double(cfg, "train.ss_k", t->ss_k, 0, 1e9, &t->ss_k) ||
         !config_int(cfg, "train.ss_decay_steps", t->ss_decay_steps, 1, INT64_C(1) << 40, &t->ss_decay_steps) ||
@@ -61,19 +57,20 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     *p = qkv_decode_default_params();
     p->bos_id = QKV_VOCAB_BOS;
     p->eos_id = QKV_VOCAB_EOS;
-    if (!config_enum(cfg, "eval.strategy", m->nat ? 2 : 1, N(strategy_names), &e)) return false;
-    p->strategy = e == 2 ? QKV_DECODE_MASK_PREDICT : e ? QKV_DECODE_BEAM : QKV_DECODE_GREEDY;
-    if ((e == 2) != m->nat) { /* only an explicit eval.strategy can disagree with model.nat */
-        const config_entry *at = NULL;
-        for (int i = 0; i < cfg->n; i++)
-            if (!strcmp(cfg->entries[i].key, "eval.strategy")) at = &cfg->entries[i]; /* the last one counts */
-        char where[300] = "--set";
-        if (at && at->line > 0) snprintf(where, sizeof where, "%s:%d", at->file, at->line);
-        snprintf(cfg->error, sizeof cfg->error, "%s: eval.strategy = %s %s", where, strategy_names[e],
-                 m->nat ? "cannot decode a model.nat = true model (use mask_predict)"
-                        : "needs model.nat = true (a non-autoregressive model)");
+    if (!config_registry(cfg, "eval.strategy", QKV_REGISTRY_DECODE_STRATEGY,
+                         m->nat ? QKV_DECODE_MASK_PREDICT : QKV_DECODE_BEAM, &e))
         return false;
-    }
+    p->strategy = (qkv_decode_strategy)e;
+    const char *strategy = qkv_registry_name(QKV_REGISTRY_DECODE_STRATEGY, e);
+    if (p->strategy == QKV_DECODE_SAMPLE)
+        return config_fail(cfg, "eval.strategy",
+                           "eval.strategy = %s: the dev score picks the best model, so evaluation decodes "
+                           "deterministically (greedy, beam or mask_predict)",
+                           strategy);
+    if ((p->strategy == QKV_DECODE_MASK_PREDICT) != m->nat) /* only an explicit eval.strategy can disagree */
+        return config_fail(cfg, "eval.strategy", "eval.strategy = %s %s", strategy,
+                           m->nat ? "cannot decode a model.nat = true model (use mask_predict)"
+                                  : "needs model.nat = true (a non-autoregressive model)");
     if (!config_int(cfg, "eval.iterations", 10, 1, 1000, &v)) return false;
     p->iterations = (int32_t)v;
     if (!config_int(cfg, "eval.length_beam", 5, 1, 1024, &v)) return false;
@@ -81,7 +78,8 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     if (!config_int(cfg, "eval.beam", 4, 1, 1024, &v)) return false;
     p->beam_size = (int32_t)v;
     p->n_best = 1;
-    if (!config_enum(cfg, "eval.length_penalty", 1, N(lp_names), &e)) return false;
+    if (!config_registry(cfg, "eval.length_penalty", QKV_REGISTRY_LENGTH_PENALTY, QKV_LENGTH_PENALTY_AVERAGE, &e))
+        return false;
     p->length_penalty = (qkv_length_penalty)e;
     if (!config_double(cfg, "eval.alpha", 0.6, 0, 10, &d)) return false;
     p->alpha = d;

@@ -125,12 +125,6 @@ qkv_status task_write_conf(const char *dir, const char *name, const char *const 
 /* ---- shared readers ---------------------------------------------------------------------------
  */
 
-static const char *pos_names[] = {"none", "sinusoidal", "learned", "sincos_2d"}; /* qkv_abs_pos */
-static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
-static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
-static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
-static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
-static const char *schedule_names[] = {"constant", "inv_sqrt", "cosine"};
 #define N(a) a, (int)(sizeof a / sizeof *a)
 
 bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
@@ -138,11 +132,11 @@ bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
     int e = 0;
     int64_t v = 0;
 #define KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
-    if (!config_enum(cfg, KEY("score"), a->score, N(score_names), &e)) return false;
+    if (!config_registry(cfg, KEY("score"), QKV_REGISTRY_SCORE, a->score, &e)) return false;
     a->score = (qkv_score_kind)e;
-    if (!config_enum(cfg, KEY("norm"), a->norm, N(norm_names), &e)) return false;
+    if (!config_registry(cfg, KEY("norm"), QKV_REGISTRY_NORM, a->norm, &e)) return false;
     a->norm = (qkv_attn_norm)e;
-    if (!config_enum(cfg, KEY("relpos"), a->relpos, N(relpos_names), &e)) return false;
+    if (!config_registry(cfg, KEY("relpos"), QKV_REGISTRY_RELPOS, a->relpos, &e)) return false;
     a->relpos = (qkv_relpos_kind)e;
     if (!config_int(cfg, KEY("relpos_max_distance"), a->relpos_max_distance, 0, 100000, &v))
         return false;
@@ -175,11 +169,9 @@ bool task_read_common(config *cfg, task_settings *s) {
         !config_double(cfg, "train.lr", 1e-3, 0, 10, &lr) ||
         !config_int(cfg, "train.warmup", 400, 0, INT64_C(1) << 40, &warmup) ||
         !config_double(cfg, "train.min_lr", 1e-5, 0, 10, &min_lr) ||
-        !config_enum(cfg, "train.schedule", 1, N(schedule_names), &e))
+        !config_registry(cfg, "train.schedule", QKV_REGISTRY_LR_SCHEDULE, QKV_LR_INV_SQRT, &e))
         return false;
-    t->schedule = (qkv_lr_schedule){.kind = e == 0   ? QKV_LR_CONSTANT
-                                            : e == 1 ? QKV_LR_INV_SQRT
-                                                     : QKV_LR_WARMUP_COSINE,
+    t->schedule = (qkv_lr_schedule){.kind = (qkv_lr_kind)e,
                                     .base_lr = lr,
                                     .warmup_steps = warmup,
                                     .total_steps = s->steps,
@@ -217,10 +209,10 @@ bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_ma
     m->dim_feedforward = (int32_t)v;
     if (!config_double(cfg, "model.dropout", 0.1, 0, 0.99, &m->dropout) ||
         !config_bool(cfg, "model.norm_first", false, &m->norm_first) ||
-        !config_enum(cfg, "model.pos", QKV_POS_SINUSOIDAL, N(pos_names), &e))
+        !config_registry(cfg, "model.pos", QKV_REGISTRY_POS, QKV_POS_SINUSOIDAL, &e))
         return false;
     m->pos = (qkv_abs_pos)e;
-    if (!config_enum(cfg, "model.activation", QKV_ACT_RELU, N(act_names), &e)) return false;
+    if (!config_registry(cfg, "model.activation", QKV_REGISTRY_ACTIVATION, QKV_ACT_RELU, &e)) return false;
     m->activation = (qkv_activation)e;
     if (!config_int(cfg, "model.max_len", default_max_len, 1, 1 << 20, &v)) return false;
     m->max_len = (int32_t)v;

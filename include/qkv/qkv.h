@@ -10,6 +10,7 @@
  *   qkv_io.h     safetensors files, parameter save/load
  *   qkv_optim.h  SGD, Adam, AdamW, learning-rate schedules, gradient clipping
  *   qkv_train.h  the trainer: steps, scheduled sampling, guided attention, checkpoints
+ *   qkv_registry.h  the names, values and help of every enumeration above
  */
 #ifndef QKV_QKV_H
 #define QKV_QKV_H
@@ -23,5 +24,6 @@
 #include "qkv_io.h"
 #include "qkv_optim.h"
 #include "qkv_train.h"
+#include "qkv_registry.h"
 
 #endif

@@ -16,6 +16,7 @@
 #include "infer_internal.h"
 
 #include "../kernels/rowreduce.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ void qkv_hypotheses_free(qkv_hypotheses *h) {
 
 static qkv_status check_params(const char *fn, const qkv_decode_params *p, const qkv_model *m) {
     const int32_t V = m->cfg.tgt_vocab;
-    if ((unsigned)p->strategy > QKV_DECODE_MASK_PREDICT)
+    if (!qkv_registry_name(QKV_REGISTRY_DECODE_STRATEGY, p->strategy))
         return BAD("%s: unknown strategy %d", fn, (int)p->strategy);
     if (p->strategy == QKV_DECODE_MASK_PREDICT && !m->cfg.nat)
         return BAD(
@@ -92,7 +93,7 @@ static qkv_status check_params(const char *fn, const qkv_decode_params *p, const
         return BAD("%s: beam_size %d must be >= 1 and >= n_best %d", fn, p->beam_size, p->n_best);
     if (p->strategy == QKV_DECODE_GREEDY && p->n_best != 1)
         return BAD("%s: greedy search returns one hypothesis, n_best is %d", fn, p->n_best);
-    if ((unsigned)p->length_penalty > QKV_LENGTH_PENALTY_GNMT)
+    if (!qkv_registry_name(QKV_REGISTRY_LENGTH_PENALTY, p->length_penalty))
         return BAD("%s: unknown length penalty %d", fn, (int)p->length_penalty);
     if (!(p->alpha >= 0 && isfinite(p->alpha)))
         return BAD("%s: alpha %g must be finite and >= 0", fn, p->alpha);

@@ -9,6 +9,7 @@
  *   FF(x) = linear2(drop(act(linear1(x))))
  */
 #include "nn_internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static qkv_status layer_init(qkv_layer *l, const qkv_layer_config *cfg, qkv_para
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: d_model %lld / dim_feedforward %lld / attention widths disagree",
                          (long long)C, (long long)F);
     if (!(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->layer_norm_eps > 0) ||
-        (unsigned)cfg->activation > QKV_ACT_GELU_TANH)
+        !qkv_registry_name(QKV_REGISTRY_ACTIVATION, cfg->activation))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "layer_init: bad dropout %g, layer_norm_eps %g or activation %d",
                          cfg->dropout, cfg->layer_norm_eps, (int)cfg->activation);
     l->cfg = *cfg;

@@ -10,6 +10,7 @@
  * (query_offset, 0 here) so relative encodings see the right distances.
  */
 #include "nn_internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,8 +53,8 @@ qkv_status qkv__mha_config_check(const qkv_mha_config *cfg, const char *who) {
     const int64_t C = cfg->d_model, H = cfg->n_heads;
     if (C <= 0 || H <= 0 || C % H != 0)
         return BAD("%s: d_model %lld is not a positive multiple of n_heads %lld", who, (long long)C, (long long)H);
-    if ((unsigned)cfg->score > QKV_SCORE_COSINE || (unsigned)cfg->norm > QKV_NORM_SIGMOID ||
-        (unsigned)cfg->relpos > QKV_RELPOS_ALIBI)
+    if (!qkv_registry_name(QKV_REGISTRY_SCORE, cfg->score) || !qkv_registry_name(QKV_REGISTRY_NORM, cfg->norm) ||
+        !qkv_registry_name(QKV_REGISTRY_RELPOS, cfg->relpos))
         return BAD("%s: unknown score (%d), normaliser (%d) or relpos (%d)", who, (int)cfg->score, (int)cfg->norm,
                    (int)cfg->relpos);
     if (!(cfg->dropout >= 0 && cfg->dropout < 1)) return BAD("%s: dropout %g is not in [0, 1)", who, cfg->dropout);

@@ -5,6 +5,7 @@
  * Dims: B batch, S source length, T target length, C d_model, V vocabulary, K classes.
  */
 #include "nn_internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -167,17 +168,13 @@ void qkv_model_free(qkv_model *m) {
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-static const char *arch_name(qkv_arch a) {
-    return a == QKV_ARCH_ENCODER_DECODER ? "encoder-decoder" : a == QKV_ARCH_ENCODER ? "encoder" : "decoder";
-}
-
 qkv_status qkv_model_save(const qkv_model *m, const char *path) {
     if (!m || !path) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_model_save: NULL argument");
     char json[4096];
     qkv_status st = qkv_model_config_to_json(&m->cfg, json, sizeof json);
     if (st) return st;
     const char *keys[] = {"qkv.format", "qkv.arch", "qkv.config"};
-    const char *values[] = {"1", arch_name(m->cfg.arch), json};
+    const char *values[] = {"1", qkv_registry_name(QKV_REGISTRY_ARCH, m->cfg.arch), json};
     return qkv_params_save(m->params, path, keys, values, 3);
 }
 

@@ -4,6 +4,7 @@
  */
 #include "../io/json.h"
 #include "nn_internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ static qkv_status check_image(const qkv_model_config *c) {
 
 qkv_status qkv_model_config_check(const qkv_model_config *c) {
     if (!c) return BAD("NULL");
-    if ((unsigned)c->arch > QKV_ARCH_DECODER) return BAD("unknown arch %d", (int)c->arch);
+    if (!qkv_registry_name(QKV_REGISTRY_ARCH, c->arch)) return BAD("unknown arch %d", (int)c->arch);
     if (c->d_model <= 0 || c->n_heads <= 0 || c->d_model % c->n_heads || c->d_model > MAX_WIDTH)
         return BAD("d_model %d must be a positive multiple of n_heads %d, at most %d", c->d_model, c->n_heads,
                    MAX_WIDTH);
@@ -129,9 +130,10 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
         return BAD("src_vocab %d is not in [1, %d]", c->src_vocab, MAX_VOCAB);
     if (c->tgt_vocab <= 0 || c->tgt_vocab > MAX_VOCAB) return BAD("tgt_vocab %d is not in [1, %d]", c->tgt_vocab, MAX_VOCAB);
     if (c->max_len <= 0 || c->max_len > (1 << 20)) return BAD("max_len %d out of range", c->max_len);
-    if ((unsigned)c->pos > QKV_POS_SINCOS_2D) return BAD("unknown positional encoding %d", (int)c->pos);
-    if ((unsigned)c->activation > QKV_ACT_GELU_TANH) return BAD("unknown activation %d", (int)c->activation);
-    if ((unsigned)c->head > QKV_HEAD_POOLED) return BAD("unknown head %d", (int)c->head);
+    if (!qkv_registry_name(QKV_REGISTRY_POS, c->pos)) return BAD("unknown positional encoding %d", (int)c->pos);
+    if (!qkv_registry_name(QKV_REGISTRY_ACTIVATION, c->activation))
+        return BAD("unknown activation %d", (int)c->activation);
+    if (!qkv_registry_name(QKV_REGISTRY_HEAD, c->head)) return BAD("unknown head %d", (int)c->head);
     if (!(c->dropout >= 0 && c->dropout < 1)) return BAD("dropout %g is not in [0, 1)", c->dropout);
     if (!(c->layer_norm_eps > 0 && c->layer_norm_eps <= 1)) return BAD("layer_norm_eps %g is not in (0, 1]", c->layer_norm_eps);
     const int32_t pad_vocab = c->arch == QKV_ARCH_ENCODER_DECODER || c->arch == QKV_ARCH_DECODER ? c->tgt_vocab : c->src_vocab;
@@ -189,13 +191,8 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
-static const char *score_names[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
-static const char *norm_names[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
-static const char *relpos_names[] = {"none", "shaw", "t5", "rope", "alibi"};
-static const char *arch_names[] = {"encoder-decoder", "encoder", "decoder"};
-static const char *pos_names[] = {"none", "sinusoidal", "learned", "sincos_2d"};
-static const char *act_names[] = {"relu", "gelu", "gelu_tanh"};
-static const char *head_names[] = {"token", "pooled"};
+/* The name of a checked configuration's enum value (qkv_registry.h). */
+#define NAME(registry, value) qkv_registry_name(QKV_REGISTRY_##registry, (int)(value))
 
 typedef struct {
     char *buf;
@@ -218,8 +215,8 @@ static void put_attn(writer *w, const char *name, const qkv_mha_config *a) {
     put(w, ",\"%s\":{\"score\":\"%s\",\"norm\":\"%s\",\"bias\":%s,\"cos_scale_learnable\":%s,\"cos_scale_init\":%.17g,"
            "\"additive_dim\":%d,\"relpos\":\"%s\",\"relpos_max_distance\":%d,\"relpos_buckets\":%d,"
            "\"relpos_bidirectional\":%s,\"rope_base\":%.17g,\"use_fused\":%s,\"fused_always\":%s}",
-        name, score_names[a->score], norm_names[a->norm], a->bias ? "true" : "false",
-        a->cos_scale_learnable ? "true" : "false", a->cos_scale_init, a->additive_dim, relpos_names[a->relpos],
+        name, NAME(SCORE, a->score), NAME(NORM, a->norm), a->bias ? "true" : "false",
+        a->cos_scale_learnable ? "true" : "false", a->cos_scale_init, a->additive_dim, NAME(RELPOS, a->relpos),
         a->relpos_max_distance, a->relpos_buckets, a->relpos_bidirectional ? "true" : "false", a->rope_base,
         a->use_fused ? "true" : "false", a->fused_always ? "true" : "false");
 }
@@ -233,10 +230,10 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
             "\"n_encoder_layers\":%d,\"n_decoder_layers\":%d,\"max_len\":%d,\"pos\":\"%s\",\"scale_embeddings\":%s,"
             "\"norm_first\":%s,\"final_norm\":%s,\"tie_embeddings\":%s,\"activation\":\"%s\",\"dropout\":%.17g,"
             "\"layer_norm_eps\":%.17g,\"head\":\"%s\",\"pad_id\":%d",
-        arch_names[c->arch], c->src_vocab, c->tgt_vocab, c->d_model, c->n_heads, c->dim_feedforward, c->n_encoder_layers,
-        c->n_decoder_layers, c->max_len, pos_names[c->pos], c->scale_embeddings ? "true" : "false",
+        NAME(ARCH, c->arch), c->src_vocab, c->tgt_vocab, c->d_model, c->n_heads, c->dim_feedforward, c->n_encoder_layers,
+        c->n_decoder_layers, c->max_len, NAME(POS, c->pos), c->scale_embeddings ? "true" : "false",
         c->norm_first ? "true" : "false", c->final_norm ? "true" : "false", c->tie_embeddings ? "true" : "false",
-        act_names[c->activation], c->dropout, c->layer_norm_eps, head_names[c->head], c->pad_id);
+        NAME(ACTIVATION, c->activation), c->dropout, c->layer_norm_eps, NAME(HEAD, c->head), c->pad_id);
     put_attn(&w, "self_attn", &c->self_attn);
     put_attn(&w, "dec_self_attn", &c->dec_self_attn);
     put_attn(&w, "cross_attn", &c->cross_attn);
@@ -283,18 +280,14 @@ static qkv_status get_bool(const qkv_json_value *v, const char *key, bool *out) 
     *out = v->boolean;
     return QKV_OK;
 }
-static qkv_status get_enum(const qkv_json_value *v, const char *key, const char *const *names, int n, int *out) {
-    if (v->type == QKV_JSON_STRING)
-        for (int i = 0; i < n; i++)
-            if (!strcmp(v->str, names[i])) {
-                *out = i;
-                return QKV_OK;
-            }
-    return BAD("\"%s\" must be one of the names documented in qkv_model.h (got %s)", key,
-               v->type == QKV_JSON_STRING ? v->str : qkv_json_type_name(v->type));
+static qkv_status get_enum(const qkv_json_value *v, const char *key, qkv_registry_id id, int *out) {
+    char names[512];
+    qkv_registry_list(id, names, sizeof names);
+    if (v->type != QKV_JSON_STRING)
+        return BAD("\"%s\" must be a string, one of: %s (got %s)", key, names, qkv_json_type_name(v->type));
+    if (qkv_registry_parse(id, v->str, out) == QKV_OK) return QKV_OK;
+    return BAD("\"%s\": unknown %s '%.100s' (one of: %s)", key, qkv_registry_get(id)->what, v->str, names);
 }
-
-#define NAMES(a) a, (int)(sizeof a / sizeof *a)
 
 static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha_config *a) {
     if (obj->type != QKV_JSON_OBJECT) return BAD("\"%s\" must be an object", name);
@@ -303,9 +296,9 @@ static qkv_status read_attn(const qkv_json_value *obj, const char *name, qkv_mha
         const char *k = v->key;
         int e = 0;
         qkv_status st;
-        if (!strcmp(k, "score")) st = get_enum(v, k, NAMES(score_names), &e), a->score = (qkv_score_kind)e;
-        else if (!strcmp(k, "norm")) st = get_enum(v, k, NAMES(norm_names), &e), a->norm = (qkv_attn_norm)e;
-        else if (!strcmp(k, "relpos")) st = get_enum(v, k, NAMES(relpos_names), &e), a->relpos = (qkv_relpos_kind)e;
+        if (!strcmp(k, "score")) st = get_enum(v, k, QKV_REGISTRY_SCORE, &e), a->score = (qkv_score_kind)e;
+        else if (!strcmp(k, "norm")) st = get_enum(v, k, QKV_REGISTRY_NORM, &e), a->norm = (qkv_attn_norm)e;
+        else if (!strcmp(k, "relpos")) st = get_enum(v, k, QKV_REGISTRY_RELPOS, &e), a->relpos = (qkv_relpos_kind)e;
         else if (!strcmp(k, "bias")) st = get_bool(v, k, &a->bias);
         else if (!strcmp(k, "cos_scale_learnable")) st = get_bool(v, k, &a->cos_scale_learnable);
         else if (!strcmp(k, "cos_scale_init")) st = get_double(v, k, &a->cos_scale_init);
@@ -362,7 +355,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
     int a = 0;
     if (root->type != QKV_JSON_OBJECT) st = BAD("the configuration must be a JSON object");
     else if (!arch) st = BAD("missing \"arch\"");
-    else st = get_enum(arch, "arch", NAMES(arch_names), &a);
+    else st = get_enum(arch, "arch", QKV_REGISTRY_ARCH, &a);
     if (!st) {
         /* defaults for the fields a file may leave out, then every member present */
         *c = qkv_model_default_config((qkv_arch)a, 64, 1, 1);
@@ -380,15 +373,15 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "n_encoder_layers")) st = get_int(v, k, &c->n_encoder_layers);
             else if (!strcmp(k, "n_decoder_layers")) st = get_int(v, k, &c->n_decoder_layers);
             else if (!strcmp(k, "max_len")) st = get_int(v, k, &c->max_len);
-            else if (!strcmp(k, "pos")) st = get_enum(v, k, NAMES(pos_names), &e), c->pos = (qkv_abs_pos)e;
+            else if (!strcmp(k, "pos")) st = get_enum(v, k, QKV_REGISTRY_POS, &e), c->pos = (qkv_abs_pos)e;
             else if (!strcmp(k, "scale_embeddings")) st = get_bool(v, k, &c->scale_embeddings);
             else if (!strcmp(k, "norm_first")) st = get_bool(v, k, &c->norm_first);
             else if (!strcmp(k, "final_norm")) st = get_bool(v, k, &c->final_norm);
             else if (!strcmp(k, "tie_embeddings")) st = get_bool(v, k, &c->tie_embeddings);
-            else if (!strcmp(k, "activation")) st = get_enum(v, k, NAMES(act_names), &e), c->activation = (qkv_activation)e;
+            else if (!strcmp(k, "activation")) st = get_enum(v, k, QKV_REGISTRY_ACTIVATION, &e), c->activation = (qkv_activation)e;
             else if (!strcmp(k, "dropout")) st = get_double(v, k, &c->dropout);
             else if (!strcmp(k, "layer_norm_eps")) st = get_double(v, k, &c->layer_norm_eps);
-            else if (!strcmp(k, "head")) st = get_enum(v, k, NAMES(head_names), &e), c->head = (qkv_head_kind)e;
+            else if (!strcmp(k, "head")) st = get_enum(v, k, QKV_REGISTRY_HEAD, &e), c->head = (qkv_head_kind)e;
             else if (!strcmp(k, "pad_id")) st = get_int(v, k, &c->pad_id);
             else if (!strcmp(k, "bos_id")) st = get_int(v, k, &c->bos_id);
             else if (!strcmp(k, "eos_id")) st = get_int(v, k, &c->eos_id);

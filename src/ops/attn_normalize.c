@@ -22,6 +22,7 @@
  * as step tensors do).
  */
 #include "../kernels/attention.h"
+#include "qkv/qkv_registry.h"
 
 static qkv_attn_dims dims_of(const qkv_tensor *s) {
     return (qkv_attn_dims){s->shape[0], s->shape[1], s->shape[2], s->shape[3], 0, {0, 0, 0}, {0, 0, 0}};
@@ -42,8 +43,7 @@ static const qkv_op_desc normalize_op = {"attn_normalize", normalize_backward};
 qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_attn_norm norm,
                                const qkv_mask *mask) {
     if (!QKV_OP_BEGIN(ctx, "attn_normalize", scores)) return NULL;
-    if (norm != QKV_NORM_SOFTMAX && norm != QKV_NORM_RELU && norm != QKV_NORM_RELU_ROWNORM &&
-        norm != QKV_NORM_SIGMOID)
+    if (!qkv_registry_name(QKV_REGISTRY_NORM, norm))
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "attn_normalize: unknown normaliser %d",
                         (int)norm);
     if (!qkv__check_real(ctx, "attn_normalize", scores, "scores")) return NULL;

@@ -8,12 +8,13 @@
 #include "qkv/qkv_optim.h"
 
 #include "../core/internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 
 qkv_status qkv_lr_check(const qkv_lr_schedule *s) {
     if (!s) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_lr_check: NULL schedule");
-    if (s->kind != QKV_LR_CONSTANT && s->kind != QKV_LR_INV_SQRT && s->kind != QKV_LR_WARMUP_COSINE)
+    if (!qkv_registry_name(QKV_REGISTRY_LR_SCHEDULE, s->kind))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "lr schedule: unknown kind %d", (int)s->kind);
     if (!(s->base_lr >= 0) || !isfinite(s->base_lr))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "lr schedule: base_lr %g must be finite and >= 0",

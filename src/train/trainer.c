@@ -7,6 +7,7 @@
  * Dims: B batch, S source length, T target length, V vocabulary, H heads.
  */
 #include "trainer_internal.h"
+#include "qkv/qkv_registry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ static qkv_status check_config(const qkv_model *m, const qkv_train_config *c) {
     if (c->accum_steps < 1) return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: accum_steps %d must be >= 1", c->accum_steps);
     if (!(c->label_smoothing >= 0 && c->label_smoothing <= 1))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: label_smoothing %g is not in [0, 1]", c->label_smoothing);
-    if ((unsigned)c->ss_kind > QKV_SS_INVERSE_SIGMOID)
+    if (!qkv_registry_name(QKV_REGISTRY_SCHEDULED_SAMPLING, c->ss_kind))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: unknown scheduled sampling kind %d", (int)c->ss_kind);
     if (c->ss_kind == QKV_SS_LINEAR && c->ss_decay_steps <= 0)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "trainer: ss_decay_steps must be positive");

@@ -81,21 +81,21 @@ static void check_module(const char *what, mha_fixture *f, mha_call *call, int64
 
 TEST(mha_gradcheck_every_score_and_normaliser) {
     TU_NEED_DOUBLE();
-    static const char *scores[] = {"dot", "scaled_dot", "additive", "general", "cosine"};
-    static const char *norms[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
-    for (int s = 0; s <= QKV_SCORE_COSINE; s++) {
-        for (int nm = 0; nm <= QKV_NORM_SIGMOID; nm++) {
+    /* every entry of the registries: a new score function or normaliser is checked unasked */
+    const qkv_registry *scores = qkv_registry_get(QKV_REGISTRY_SCORE), *norms = qkv_registry_get(QKV_REGISTRY_NORM);
+    for (int s = 0; s < scores->count; s++) {
+        for (int nm = 0; nm < norms->count; nm++) {
             qkv_mha_config cfg = qkv_mha_default_config(MC, MH);
-            cfg.score = (qkv_score_kind)s;
-            cfg.norm = (qkv_attn_norm)nm;
+            cfg.score = (qkv_score_kind)scores->entries[s].value;
+            cfg.norm = (qkv_attn_norm)norms->entries[nm].value;
             cfg.cos_scale_init = 2;
             mha_fixture f;
             mha_setup(&f, &cfg, 3 + (uint64_t)s);
             char what[96];
-            snprintf(what, sizeof what, "mha %s + %s, causal + padding", scores[s], norms[nm]);
+            snprintf(what, sizeof what, "mha %s + %s, causal + padding", scores->entries[s].name, norms->entries[nm].name);
             mha_call self = {&f.m, true, true, true, true};
             check_module(what, &f, &self, 3, 3);
-            snprintf(what, sizeof what, "mha %s + %s, cross, padding", scores[s], norms[nm]);
+            snprintf(what, sizeof what, "mha %s + %s, cross, padding", scores->entries[s].name, norms->entries[nm].name);
             mha_call cross = {&f.m, false, false, true, true};
             check_module(what, &f, &cross, 3, 4);
             mha_teardown(&f);
@@ -105,17 +105,17 @@ TEST(mha_gradcheck_every_score_and_normaliser) {
 
 TEST(mha_gradcheck_every_relative_encoding) {
     TU_NEED_DOUBLE();
-    static const char *names[] = {"none", "shaw", "t5", "rope", "alibi"};
-    for (int r = 0; r <= QKV_RELPOS_ALIBI; r++) {
+    const qkv_registry *relpos = qkv_registry_get(QKV_REGISTRY_RELPOS);
+    for (int r = 0; r < relpos->count; r++) {
         for (int fused = 0; fused < 2; fused++) {
             qkv_mha_config cfg = qkv_mha_default_config(MC, MH);
-            cfg.relpos = (qkv_relpos_kind)r;
-            cfg.relpos_max_distance = r == QKV_RELPOS_SHAW ? 2 : 8;
+            cfg.relpos = (qkv_relpos_kind)relpos->entries[r].value;
+            cfg.relpos_max_distance = cfg.relpos == QKV_RELPOS_SHAW ? 2 : 8;
             cfg.relpos_buckets = 8;
             mha_fixture f;
             mha_setup(&f, &cfg, 20 + (uint64_t)r);
             char what[96];
-            snprintf(what, sizeof what, "mha relpos %s (%s)", names[r], fused ? "fused" : "weights");
+            snprintf(what, sizeof what, "mha relpos %s (%s)", relpos->entries[r].name, fused ? "fused" : "weights");
             mha_call call = {&f.m, true, true, true, !fused};
             check_module(what, &f, &call, 5, 5);
             mha_teardown(&f);

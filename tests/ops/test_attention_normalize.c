@@ -5,7 +5,10 @@
 
 static const qkv_attn_norm all_norms[] = {QKV_NORM_SOFTMAX, QKV_NORM_RELU, QKV_NORM_RELU_ROWNORM,
                                           QKV_NORM_SIGMOID};
-static const char *norm_name[] = {"softmax", "relu", "relu_rownorm", "sigmoid"};
+/* every normaliser of the registry: the gradient and kernel checks cover a new one unasked */
+static int n_norms(void) { return qkv_registry_get(QKV_REGISTRY_NORM)->count; }
+static qkv_attn_norm norm_at(int k) { return (qkv_attn_norm)qkv_registry_get(QKV_REGISTRY_NORM)->entries[k].value; }
+static const char *norm_name_at(int k) { return qkv_registry_get(QKV_REGISTRY_NORM)->entries[k].name; }
 
 /* scores (B, H, T, S) filled with one value */
 static qkv_tensor *constant_scores(qkv_ctx *ctx, int64_t B, int64_t H, int64_t T, int64_t S,
@@ -187,7 +190,7 @@ static qkv_tensor *backward_scores(qkv_ctx *ctx, qkv_tensor *e, qkv_attn_norm no
  * row with no allowed key is all zero, and nothing is NaN, forward or backward. */
 TEST(attn_normalize_masked_and_fully_masked_rows) {
     const int64_t B = 2, H = 2, T = 4, S = 5;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < n_norms(); k++)
         for (int kind = 2; kind < AT_MASK_KINDS; kind++) {
             at_mask am = at_mask_make(kind, B, T, S, 31);
             const qkv_mask *m = at_mask_ptr(&am);
@@ -204,8 +207,8 @@ TEST(attn_normalize_masked_and_fully_masked_rows) {
                                 const qkv_real poison[3] = {NAN, INFINITY, -INFINITY};
                                 ed[n] = poison[masked++ % 3];
                             }
-            qkv_tensor *a = backward_scores(ctx, e, all_norms[k], m);
-            CHECK_MSG(a && qkv_ctx_status(ctx) == QKV_OK, "%s %s: %s", norm_name[k], am.name,
+            qkv_tensor *a = backward_scores(ctx, e, norm_at(k), m);
+            CHECK_MSG(a && qkv_ctx_status(ctx) == QKV_OK, "%s %s: %s", norm_name_at(k), am.name,
                       qkv_last_error());
             if (!a) {
                 qkv_ctx_free(ctx);
@@ -227,11 +230,11 @@ TEST(attn_normalize_masked_and_fully_masked_rows) {
                             } else {
                                 CHECK_MSG(ad[n] == 0 && gd[n] == 0,
                                           "%s %s: masked (%lld %lld %lld %lld): a %g, grad %g",
-                                          norm_name[k], am.name, (long long)b, (long long)h,
+                                          norm_name_at(k), am.name, (long long)b, (long long)h,
                                           (long long)i, (long long)j, (double)ad[n], (double)gd[n]);
                             }
                         }
-                        if (all_norms[k] == QKV_NORM_SOFTMAX)
+                        if (norm_at(k) == QKV_NORM_SOFTMAX)
                             CHECK_NEAR(row, allowed ? 1.0 : 0.0, 1e-6);
                     }
             CHECK(masked > 0);
@@ -295,13 +298,13 @@ TEST(attn_normalize_gradcheck_every_norm_and_mask) {
         const int64_t *sh = norm_shapes[s];
         for (int kind = 0; kind < AT_MASK_KINDS; kind++) {
             at_mask am = at_mask_make(kind, sh[0], sh[2], sh[3], 40 + (uint64_t)s);
-            for (int k = 0; k < 4; k++) {
-                norm_cfg c = {all_norms[k], at_mask_ptr(&am)};
+            for (int k = 0; k < n_norms(); k++) {
+                norm_cfg c = {norm_at(k), at_mask_ptr(&am)};
                 /* away from 0: ReLU's kink (finite differences straddling it are meaningless) */
                 qkv_tensor *in[1] = {at_rand_away(4, sh, 50 + (uint64_t)(s * 16 + (size_t)k))};
                 qkv_tensor_requires_grad(in[0]);
                 char what[128];
-                snprintf(what, sizeof what, "%s, %s, (%lld, %lld, %lld, %lld)", norm_name[k],
+                snprintf(what, sizeof what, "%s, %s, (%lld, %lld, %lld, %lld)", norm_name_at(k),
                          am.name, (long long)sh[0], (long long)sh[1], (long long)sh[2],
                          (long long)sh[3]);
                 at_gradcheck(what, normalize_fn, in, 1, &c, NULL);
@@ -318,12 +321,12 @@ TEST(attn_normalize_fast_matches_reference) {
         const int64_t *sh = shapes[s];
         for (int kind = 0; kind < AT_MASK_KINDS; kind++) {
             at_mask am = at_mask_make(kind, sh[0], sh[2], sh[3], 60 + (uint64_t)s);
-            for (int k = 0; k < 4; k++) {
-                norm_cfg c = {all_norms[k], at_mask_ptr(&am)};
+            for (int k = 0; k < n_norms(); k++) {
+                norm_cfg c = {norm_at(k), at_mask_ptr(&am)};
                 qkv_tensor *in[1] = {tu_rand(4, sh, -3, 3, 70 + (uint64_t)k)};
                 qkv_tensor_requires_grad(in[0]);
                 char what[128];
-                snprintf(what, sizeof what, "normalize %s, %s, shape %zu", norm_name[k], am.name,
+                snprintf(what, sizeof what, "normalize %s, %s, shape %zu", norm_name_at(k), am.name,
                          s);
                 at_compare_kernels(what, normalize_fn, in, 1, &c);
                 tu_free(in[0]);

@@ -3,8 +3,8 @@
  * file, its "qkv.config", train.* and data.* metadata and its model / optimiser / average
  * tensors) and the batcher's saved position (qkv_batch_pos_parse).
  *
- * The trainers are two tiny encoder-decoders (one keeps a parameter average, ema.*), made once;
- * the seed corpus holds checkpoints saved from them. The first byte picks what the rest is:
+ * The trainers are two tiny decoder-only models (one keeps a parameter average, ema.*), made once;
+ * the seed corpus holds checkpoints saved from them (QKV_FUZZ_SEEDS=DIR writes it). The first byte picks what the rest is:
  *   bit 0-1 = 0  a whole checkpoint file
  *             1  its metadata values, '\n'-separated in the order of CKPT_KEYS, written with the
  *                trainer's own valid tensors (so the metadata parsers see every input)
@@ -26,10 +26,13 @@ static const char *const CKPT_KEYS[N_KEYS] = {"qkv.checkpoint", "qkv.config",   
                                                "train.rng_seed", "train.rng_step", "data.epoch",
                                                "data.batch",     "data.fingerprint"};
 
-/* The configuration of the seed checkpoints in tests/fuzz/corpus/checkpoint. */
+/* The configuration of the seed checkpoints in tests/fuzz/corpus/checkpoint: a one-layer
+ * decoder-only model with tied embeddings, the smallest table of parameters (16 tensors) that has
+ * every kind (embedding, attention, feed-forward, norms), so an input costs few tensors to read
+ * and write. */
 static const char *const MODEL_JSON =
-    "{\"arch\":\"encoder-decoder\",\"src_vocab\":6,\"tgt_vocab\":7,\"d_model\":4,\"n_heads\":1,"
-    "\"dim_feedforward\":4,\"n_encoder_layers\":1,\"n_decoder_layers\":1,\"max_len\":8}";
+    "{\"arch\":\"decoder\",\"tgt_vocab\":7,\"d_model\":4,\"n_heads\":1,\"dim_feedforward\":4,"
+    "\"n_encoder_layers\":1,\"n_decoder_layers\":0,\"max_len\":8,\"tie_embeddings\":true}";
 
 typedef struct fz_trainer {
     qkv_model *model;
@@ -52,11 +55,53 @@ static void make_trainer(fz_trainer *f, double ema) {
     remove(path);
 }
 
+/* QKV_FUZZ_SEEDS=DIR: write the seed corpus into DIR (after a change of MODEL_JSON or of the
+ * checkpoint format): for each trainer (mode bit 2) its checkpoint (mode 0) and its metadata
+ * values (mode 1), and two positions (mode 2). */
+static void write_seed(const char *dir, const char *name, uint8_t mode, const void *data, size_t size) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *bytes = malloc(size + 1);
+    FZ_REQUIRE(bytes);
+    bytes[0] = (char)mode;
+    memcpy(bytes + 1, data, size);
+    fz_write_file(path, bytes, size + 1);
+    free(bytes);
+}
+
+static void write_seeds(const char *dir) {
+    for (int t = 0; t < 2; t++) {
+        const char *path = fz_path("seed.ckpt");
+        FZ_REQUIRE(qkv_trainer_save(trainers[t].trainer, path, 3, 17, 0x0123456789abcdefu) == QKV_OK);
+        size_t size;
+        char *file = fz_read_file(path, &size);
+        FZ_REQUIRE(file);
+        write_seed(dir, t ? "ema_epoch3.ckpt" : "plain_epoch3.ckpt", (uint8_t)(4 * t), file, size);
+        free(file);
+        qkv_st_file *f = NULL;
+        FZ_REQUIRE(qkv_st_open(path, &f) == QKV_OK);
+        char values[8192] = "";
+        for (int k = 0; k < N_KEYS; k++) {
+            const char *v = qkv_st_metadata_get(f, CKPT_KEYS[k]);
+            FZ_REQUIRE(v && strlen(values) + strlen(v) + 2 < sizeof values);
+            strcat(strcat(values, v), k + 1 < N_KEYS ? "\n" : "");
+        }
+        qkv_st_close(f);
+        write_seed(dir, t ? "metadata_ema.txt" : "metadata_values.txt", (uint8_t)(1 + 4 * t), values, strlen(values));
+        remove(path);
+    }
+    const char *position = "epoch=3 batch=17 fingerprint=0123456789abcdef", *zero = "epoch=0 batch=0 fingerprint=0000000000000000";
+    write_seed(dir, "position.txt", 2, position, strlen(position));
+    write_seed(dir, "position_zero.txt", 2, zero, strlen(zero));
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     qkv_set_num_threads(1);
     make_trainer(&trainers[0], 0);
     make_trainer(&trainers[1], 0.99);
+    const char *seeds = getenv("QKV_FUZZ_SEEDS");
+    if (seeds && *seeds) write_seeds(seeds);
     return 0;
 }
 

@@ -103,11 +103,6 @@ qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id) {
     return add ? qkv_vocab_add(tgt, SEQ2SEQ_MASK, strlen(SEQ2SEQ_MASK), mask_id) : QKV_OK;
 }
 
-bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name) {
-    int n = snprintf(buf, size, "%s/%s", dir, name);
-    return n > 0 && (size_t)n < size;
-}
-
 qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out) {
     memset(out, 0, sizeof *out);

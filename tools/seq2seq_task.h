@@ -61,7 +61,4 @@ void seq2seq_free_hyps(seq2seq_hyps *h);
 #define SEQ2SEQ_MASK "<mask>"
 qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id);
 
-/* "<dir>/<name>" into buf; false when it does not fit. */
-bool seq2seq_path(char *buf, size_t size, const char *dir, const char *name);
-
 #endif

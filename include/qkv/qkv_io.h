@@ -27,7 +27,7 @@
 #define QKV_IO_H
 
 #include "qkv_base.h"
-#include "qkv_graph.h"
+#include "qkv_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

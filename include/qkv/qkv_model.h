@@ -5,7 +5,7 @@
  * code only (the tape gives the backward).
  *
  * Parameter names mirror a PyTorch module, so a qkv model file loads into it with
- * load_state_dict and gives the same outputs (tests/models/test_model_parity.c proves it):
+ * load_state_dict and gives the same outputs (tests/models/test_torch_parity.c proves it):
  *
  *   encoder-decoder (scripts/gen_reference.py: Seq2SeqTransformer)
  *     src_embed.weight (Vs, C)          tgt_embed.weight (Vt, C)

@@ -8,7 +8,7 @@
 #ifndef QKV_NN_H
 #define QKV_NN_H
 
-#include "qkv_graph.h"
+#include "qkv_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

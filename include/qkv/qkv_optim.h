@@ -1,6 +1,6 @@
 /*
  * qkv_optim.h: optimisers (SGD with momentum, Adam, AdamW), learning-rate schedules and global
- * gradient-norm clipping, all acting on a finalized parameter table (qkv_graph.h).
+ * gradient-norm clipping, all acting on a finalized parameter table (qkv_tensor.h).
  *
  * The update rules are PyTorch's (torch.optim.SGD / Adam / AdamW, non-amsgrad, maximize=False):
  *
@@ -24,7 +24,7 @@
 #define QKV_OPTIM_H
 
 #include "qkv_base.h"
-#include "qkv_graph.h"
+#include "qkv_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

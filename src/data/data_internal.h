@@ -65,9 +65,4 @@ void qkv__mail_text(const char *msg, size_t len, qkv__buf *out);
  * to out, separated by single spaces; returns the number of tokens in the whole text. */
 int64_t qkv__mail_tokens(const char *text, size_t len, int64_t max_tokens, qkv__buf *out);
 
-/* ---- vocabulary internals shared with the converters ---- */
-
-/* Id of sym[0, len) with its FNV-1a hash precomputed, or -1. */
-int32_t qkv__vocab_find_hashed(const qkv_vocab *v, const char *sym, size_t len, uint32_t hash);
-
 #endif

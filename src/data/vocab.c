@@ -322,7 +322,3 @@ qkv_status qkv_vocab_build(const qkv_corpus *c, int field, int64_t min_count, bo
     *out = v;
     return QKV_OK;
 }
-
-int32_t qkv__vocab_find_hashed(const qkv_vocab *v, const char *sym, size_t len, uint32_t hash) {
-    return find(v, sym, len, hash);
-}

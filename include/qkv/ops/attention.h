@@ -12,7 +12,7 @@
  */
 #ifndef QKV_OPS_ATTENTION_H
 #define QKV_OPS_ATTENTION_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,7 +1,7 @@
 /* ops/dense.h: linear maps and matrix products (BLAS sgemm/dgemm behind qkv_gemm). */
 #ifndef QKV_OPS_DENSE_H
 #define QKV_OPS_DENSE_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

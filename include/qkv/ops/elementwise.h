@@ -1,7 +1,7 @@
 /* ops/elementwise.h: pointwise arithmetic and activations, dropout, reductions. */
 #ifndef QKV_OPS_ELEMENTWISE_H
 #define QKV_OPS_ELEMENTWISE_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,7 +1,7 @@
 /* ops/embedding.h: table lookup (gather rows); backward scatter-adds into the table. */
 #ifndef QKV_OPS_EMBEDDING_H
 #define QKV_OPS_EMBEDDING_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

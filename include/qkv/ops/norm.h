@@ -1,7 +1,7 @@
 /* ops/norm.h: LayerNorm (Ba et al. 2016) and RMSNorm (Zhang & Sennrich 2019) over the last dim. */
 #ifndef QKV_OPS_NORM_H
 #define QKV_OPS_NORM_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

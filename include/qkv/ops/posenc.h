@@ -22,7 +22,7 @@
  */
 #ifndef QKV_OPS_POSENC_H
 #define QKV_OPS_POSENC_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,7 +1,7 @@
 /* ops/shape.h: copies that change layout: contiguous, head split/merge, concatenation. */
 #ifndef QKV_OPS_SHAPE_H
 #define QKV_OPS_SHAPE_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -2,7 +2,7 @@
  * cross-entropy. */
 #ifndef QKV_OPS_SOFTMAX_H
 #define QKV_OPS_SOFTMAX_H
-#include "../qkv_graph.h"
+#include "../qkv_tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif

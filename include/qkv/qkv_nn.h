@@ -172,7 +172,7 @@ QKV_API qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, 
                                               const qkv_mask *cross_mask, qkv_tensor **self_weights,
                                               qkv_tensor **cross_weights);
 
-/* Incremental step of a layer (src/nn/layer_step.c): the caches of one layer. */
+/* Incremental step of a layer (src/nn/layer.c): the caches of one layer. */
 typedef struct qkv_layer_cache {
     qkv_tensor *self_k, *self_v;   /* (N, H, L, D), or (R, H, L, D) with self_rows: self-attention
                                     * keys / values by position */

@@ -57,16 +57,7 @@ static qkv_tensor *forward_cached(qkv_session *s, qkv_tensor *ids, int64_t t0, i
     qkv_mask self_mask = qkv_mask_none(), cross_mask = qkv_mask_none();
     self_mask.key_padding = dec_padding_of(ctx, s->tokens, s->n, t0 + T, s->L, pad);
     if (ed) cross_mask.key_padding = dec_padding_of(ctx, s->src, s->n, s->S, s->S, pad);
-    qkv_tensor *x =
-        ed ? qkv__model_embed(ctx, m, m->tgt_embed, m->tgt_pos, ids, t0)
-           : qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, t0); /* (N, T, C) */
-    const qkv_layer *layers = ed ? m->decoder_layers : m->encoder_layers;
-    for (int32_t i = 0; i < s->n_layers; i++)
-        x = qkv_layer_step(ctx, &layers[i], x, t0, &s->caches[i], &self_mask,
-                           ed ? &cross_mask : NULL, NULL, NULL);
-    qkv_tensor *nw = ed ? m->dec_norm_w : m->enc_norm_w, *nb = ed ? m->dec_norm_b : m->enc_norm_b;
-    if (nw) x = qkv_layernorm(ctx, x, nw, nb, m->cfg.layer_norm_eps);
-    return qkv_linear(ctx, x, m->out_w, m->out_b); /* (N, T, V) */
+    return qkv__model_logits(ctx, m, ids, t0, NULL, s->caches, &self_mask, &cross_mask, NULL, NULL); /* (N, T, V) */
 }
 
 static qkv_tensor *forward_uncached(qkv_session *s, int64_t t0, int64_t T) {

@@ -7,6 +7,11 @@
  *   decoder adds       x = norm2(x + drop(CA(x, memory)))   (pre-LN: x + drop(CA(norm2(x), memory)))
  *   and its feed-forward block uses norm3.
  *   FF(x) = linear2(drop(act(linear1(x))))
+ *
+ * One forward serves the whole sequence (training, evaluation: qkv_encoder_layer_forward,
+ * qkv_decoder_layer_forward) and incremental decoding on cached keys and values (qkv_layer_step;
+ * a decoder-only LM's stack is encoder layers used causally). Dims: B batch (N decoding rows),
+ * T positions, S source length, C d_model.
  */
 #include "nn_internal.h"
 #include "qkv/qkv_registry.h"
@@ -112,15 +117,40 @@ qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor
 /* One residual sub-layer: post-LN norm(x + drop(f(x))) or pre-LN x + drop(f(norm(x))). */
 typedef enum { SUB_SELF, SUB_CROSS, SUB_FF } sublayer;
 
-static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, sublayer kind, qkv_tensor *x,
-                            qkv_tensor *memory, const qkv_mask *mask, qkv_tensor **weights) {
-    qkv_tensor *in = l->cfg.norm_first ? norm(ctx, l, norm_index, x) : x;
-    qkv_tensor *f = NULL;
+/* What a layer attends with: the whole sequence (cache NULL: qkv_mha_forward over x and memory),
+ * or the positions t0 .. t0+T-1 of an incremental decode on the cached keys and values
+ * (qkv__mha_step_rows). */
+typedef struct {
+    qkv_tensor *memory; /* (B, S, C), decoder layers without a cache */
+    const qkv_layer_cache *cache;
+    int64_t t0;
+    const qkv_mask *self_mask, *cross_mask;
+    qkv_tensor **self_weights, **cross_weights;
+} layer_inputs;
+
+static qkv_tensor *sublayer_output(qkv_ctx *ctx, const qkv_layer *l, sublayer kind, qkv_tensor *in,
+                                   const layer_inputs *a) {
+    const qkv_layer_cache *c = a->cache;
     switch (kind) {
-    case SUB_SELF: f = qkv_mha_forward(ctx, &l->self_attn, in, in, in, mask, weights); break;
-    case SUB_CROSS: f = qkv_mha_forward(ctx, &l->cross_attn, in, memory, memory, mask, weights); break;
-    case SUB_FF: f = qkv__layer_feed_forward(ctx, l, in); break;
+    case SUB_SELF:
+        if (c)
+            return qkv__mha_step_rows(ctx, &l->self_attn, in, c->self_k, c->self_v, NULL, c->self_rows, a->t0, true,
+                                      a->self_mask, a->self_weights);
+        return qkv_mha_forward(ctx, &l->self_attn, in, in, in, a->self_mask, a->self_weights);
+    case SUB_CROSS:
+        if (c)
+            return qkv__mha_step_rows(ctx, &l->cross_attn, in, c->cross_k, c->cross_v, c->cross_rows, NULL, a->t0,
+                                      false, a->cross_mask, a->cross_weights);
+        return qkv_mha_forward(ctx, &l->cross_attn, in, a->memory, a->memory, a->cross_mask, a->cross_weights);
+    case SUB_FF: return qkv__layer_feed_forward(ctx, l, in);
     }
+    return NULL;
+}
+
+static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, sublayer kind, qkv_tensor *x,
+                            const layer_inputs *a) {
+    qkv_tensor *in = l->cfg.norm_first ? norm(ctx, l, norm_index, x) : x;
+    qkv_tensor *f = sublayer_output(ctx, l, kind, in, a);
     /* x + drop(f), the bits of the pair, over f's storage (f, a linear's output, is not read
      * again); post-LN: its norm too, in the same pass where nothing needs a gradient */
     if (l->cfg.norm_first) return qkv__add_dropout_over(ctx, x, f, l->cfg.dropout);
@@ -128,13 +158,24 @@ static qkv_tensor *residual(qkv_ctx *ctx, const qkv_layer *l, int norm_index, su
                                    l->norm_bias[norm_index], l->cfg.layer_norm_eps);
 }
 
+/* The layer: self-attention, cross-attention (decoder layers), feed-forward. The one forward of
+ * training, evaluation and incremental decoding: every operation acts row-wise except attention,
+ * so with caches holding positions 0 .. t0-1 the rows t0 .. t0+T-1 are those of the forward over
+ * the whole sequence, bit for bit. */
+static qkv_tensor *layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const layer_inputs *a) {
+    int i = 0;
+    x = residual(ctx, l, i++, SUB_SELF, x, a);
+    if (l->decoder) x = residual(ctx, l, i++, SUB_CROSS, x, a);
+    return residual(ctx, l, i, SUB_FF, x, a);
+}
+
 qkv_tensor *qkv_encoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, const qkv_mask *self_mask,
                                       qkv_tensor **self_weights) {
     if (!QKV_OP_BEGIN(ctx, "encoder_layer", x)) return NULL;
     if (!l || l->decoder || !l->linear1_weight)
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "encoder_layer: not an initialised encoder layer");
-    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask, self_weights);
-    return residual(ctx, l, 1, SUB_FF, x, NULL, NULL, NULL);
+    const layer_inputs a = {.self_mask = self_mask, .self_weights = self_weights};
+    return layer_forward(ctx, l, x, &a);
 }
 
 qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, qkv_tensor *memory,
@@ -142,7 +183,25 @@ qkv_tensor *qkv_decoder_layer_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tens
                                       qkv_tensor **cross_weights) {
     if (!QKV_OP_BEGIN(ctx, "decoder_layer", x, memory)) return NULL;
     if (!l || !l->decoder) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "decoder_layer: not an initialised decoder layer");
-    x = residual(ctx, l, 0, SUB_SELF, x, NULL, self_mask, self_weights);
-    x = residual(ctx, l, 1, SUB_CROSS, x, memory, cross_mask, cross_weights);
-    return residual(ctx, l, 2, SUB_FF, x, NULL, NULL, NULL);
+    const layer_inputs a = {memory, NULL, 0, self_mask, cross_mask, self_weights, cross_weights};
+    return layer_forward(ctx, l, x, &a);
+}
+
+qkv_tensor *qkv_layer_step(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x, int64_t t0, const qkv_layer_cache *cache,
+                           const qkv_mask *self_mask, const qkv_mask *cross_mask, qkv_tensor **self_weights,
+                           qkv_tensor **cross_weights) {
+    if (self_weights) *self_weights = NULL;
+    if (cross_weights) *cross_weights = NULL;
+    if (!QKV_OP_BEGIN(ctx, "layer_step", x)) return NULL;
+    if (!l || !l->linear1_weight) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "layer_step: layer is not initialised");
+    if (!cache || !cache->self_k || !cache->self_v || (l->decoder && (!cache->cross_k || !cache->cross_v)))
+        return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "layer_step: missing cache tensors (%s layer)",
+                        l->decoder ? "decoder" : "encoder");
+    const layer_inputs a = {NULL, cache, t0, self_mask, cross_mask, self_weights, cross_weights};
+    x = layer_forward(ctx, l, x, &a);
+    if (ctx->status) {
+        if (self_weights) *self_weights = NULL;
+        if (cross_weights) *cross_weights = NULL;
+    }
+    return x;
 }

@@ -297,6 +297,28 @@ qkv_tensor *qkv__finite_output(qkv_ctx *ctx, const char *op, qkv_tensor *y) {
                     op, isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf", at, y->ndim);
 }
 
+qkv_tensor *qkv__model_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *ids, int64_t t0, qkv_tensor *memory,
+                              const qkv_layer_cache *caches, const qkv_mask *self_mask, const qkv_mask *cross_mask,
+                              qkv_tensor **self_weights_out, qkv_tensor **cross_weights_out) {
+    const bool ed = m->cfg.arch == QKV_ARCH_ENCODER_DECODER;
+    qkv_tensor *x = ed ? qkv__model_embed(ctx, m, m->tgt_embed, m->tgt_pos, ids, t0)
+                       : qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, t0); /* (N, T, C) */
+    const qkv_layer *layers = ed ? m->decoder_layers : m->encoder_layers; /* decoder-only: held there */
+    const int32_t n_layers = ed ? m->cfg.n_decoder_layers : m->cfg.n_encoder_layers;
+    for (int32_t i = 0; i < n_layers; i++) {
+        qkv_tensor **sw = self_weights_out ? &self_weights_out[i] : NULL;
+        qkv_tensor **cw = cross_weights_out ? &cross_weights_out[i] : NULL;
+        if (caches)
+            x = qkv_layer_step(ctx, &layers[i], x, t0, &caches[i], self_mask, ed ? cross_mask : NULL, sw, cw);
+        else if (ed)
+            x = qkv_decoder_layer_forward(ctx, &layers[i], x, memory, self_mask, cross_mask, sw, cw);
+        else
+            x = qkv_encoder_layer_forward(ctx, &layers[i], x, self_mask, sw);
+    }
+    x = final_norm(ctx, m, x, ed ? m->dec_norm_w : m->enc_norm_w, ed ? m->dec_norm_b : m->enc_norm_b);
+    return qkv_linear(ctx, x, m->out_w, m->out_b); /* (N, T, V) */
+}
+
 /* The encoder stack over embedded x with the given self mask. */
 static qkv_tensor *encoder_stack(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, const qkv_mask *mask,
                                  qkv_tensor **weights_out) {
@@ -331,13 +353,9 @@ qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_i
     self_mask.causal = !m->cfg.nat; /* a non-autoregressive decoder sees every target position */
     self_mask.key_padding = padding_of(ctx, tgt_in, m->cfg.pad_id);
     cross_mask.key_padding = padding_of(ctx, src, m->cfg.pad_id);
-    qkv_tensor *x = embed(ctx, m, m->tgt_embed, m->tgt_pos, tgt_in);
-    for (int i = 0; i < m->cfg.n_decoder_layers; i++)
-        x = qkv_decoder_layer_forward(ctx, &m->decoder_layers[i], x, memory, &self_mask, &cross_mask,
-                                      self_weights_out ? &self_weights_out[i] : NULL,
-                                      cross_weights_out ? &cross_weights_out[i] : NULL);
-    x = final_norm(ctx, m, x, m->dec_norm_w, m->dec_norm_b);
-    return qkv__finite_output(ctx, "model_decode", qkv_linear(ctx, x, m->out_w, m->out_b)); /* (B, T, V) */
+    qkv_tensor *logits = qkv__model_logits(ctx, m, tgt_in, 0, memory, NULL, &self_mask, &cross_mask, self_weights_out,
+                                           cross_weights_out); /* (B, T, V) */
+    return qkv__finite_output(ctx, "model_decode", logits);
 }
 
 qkv_tensor *qkv_model_classify(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, qkv_tensor **weights_out) {
@@ -395,6 +413,6 @@ qkv_tensor *qkv_model_lm(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tokens, q
     qkv_mask mask = qkv_mask_none();
     mask.causal = true;
     mask.key_padding = padding_of(ctx, tokens, m->cfg.pad_id);
-    qkv_tensor *x = encoder_stack(ctx, m, embed(ctx, m, m->src_embed, m->src_pos, tokens), &mask, weights_out);
-    return qkv__finite_output(ctx, "model_lm", qkv_linear(ctx, x, m->out_w, m->out_b)); /* (B, T, V) */
+    qkv_tensor *logits = qkv__model_logits(ctx, m, tokens, 0, NULL, NULL, &mask, NULL, weights_out, NULL); /* (B, T, V) */
+    return qkv__finite_output(ctx, "model_lm", logits);
 }

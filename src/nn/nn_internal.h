@@ -1,6 +1,6 @@
 /*
  * nn_internal.h: stages of the modules shared between their full forward (mha.c, layer.c,
- * model.c) and the incremental decoding step (mha_cached.c, layer_step.c, src/infer), so both
+ * model.c) and the incremental decoding step (mha_cached.c, src/infer), so both
  * run the same ops in the same order. Not part of the public API.
  *
  * Dims: B batch (or N decoding rows), T query length, S key length, C d_model, H heads,
@@ -51,6 +51,17 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
 
 /* The layer's feed-forward block FF(x) = linear2(dropout(act(linear1(x)))), x (B, T, C). */
 qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor *x);
+
+/* The output side of a token model, the one forward of training, evaluation and cached
+ * decoding: ids (N, T) at positions t0 .. t0+T-1 -> embedding -> the decoder layers of an
+ * encoder-decoder (cross-attention on memory (N, S, C), or on the caches) or the causal stack of
+ * a decoder-only model -> final norm -> output projection -> logits (N, T, V). caches NULL: the
+ * whole sequence (t0 = 0); otherwise one qkv_layer_cache per layer holding positions
+ * 0 .. t0-1, and the rows are those of the whole-sequence forward, bit for bit. The weights
+ * outputs take one tensor per layer (NULL: none). */
+qkv_tensor *qkv__model_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *ids, int64_t t0, qkv_tensor *memory,
+                              const qkv_layer_cache *caches, const qkv_mask *self_mask, const qkv_mask *cross_mask,
+                              qkv_tensor **self_weights_out, qkv_tensor **cross_weights_out);
 
 /* Token embedding of ids (B, T) at positions offset .. offset+T-1: table lookup (* sqrt(C) when
  * the model scales embeddings) + absolute positions (sinusoidal or the learned table pos), then

@@ -6,17 +6,17 @@
  * Two loops over buffers of M MiB (default 100, about one config-B decoding step's fp32 weights,
  * far past the caches), each thread taking a contiguous slice:
  *   read: x ^= a[i] over uint64 words, four 64-byte lines a pass into four vector registers
- *         (a loop compiled per vector width), GB/s = M MiB / seconds. Until session 9 the loop
- *         was scalar and read no faster than ~17 GB/s from the L2 either: the read figures of
- *         sessions 5 to 8 (11.6 GB/s) were the loop's limit, not the memory's (BENCHMARKS.md,
- *         "Session 9"); until session 21 `omp simd` vectorised it in the baseline's SSE2, and on
- *         two Emerald Rapids cores it read 128 MiB at 15.5-15.7 GB/s where this loop reads
- *         27.0-27.8 in the same minutes ("Session 21");
+ *         (a loop compiled per vector width), GB/s = M MiB / seconds. The loop must be
+ *         vectorised at the CPU's width or it measures itself, not the memory: a scalar loop
+ *         reads no faster than ~17 GB/s even from the L2, and `omp simd` at the baseline's SSE2
+ *         width read 128 MiB at 15.5-15.7 GB/s on two Emerald Rapids cores where this loop reads
+ *         27.0-27.8 in the same minutes (BENCHMARKS.md, whose read figures of 11.6 GB/s were
+ *         a scalar loop's limit);
  *   copy: b[i] = a[i] (read + write), GB/s = 2 M MiB / seconds.
  * Best of R repetitions (default 10) after one untimed pass that faults the pages in.
  * What it is for: the floor of memory-bound work (greedy decoding streams every weight once per
  * step; the element-wise half of a training step reads and writes activations), and how much a
- * second thread adds to it (BENCHMARKS.md, "Session 5"). A benchmark, not a test.
+ * second thread adds to it (BENCHMARKS.md). A benchmark, not a test.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"

@@ -21,7 +21,7 @@
  * (the small-M kernel at these M: 1, 4, 8, 16 and 80 rows) and cblas_sgemm alternate, and on
  * CPUs that run them the weight panels (src/kernels/gemm_panels.c) from copies filled beforehand,
  * as a session's steps after its first two read them; 3 warm-up passes, then the median of 15
- * passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md, "Session 9", "Session 16").
+ * passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md).
  *
  *   build/release/bench_gemm --few-rows [--threads N] [--lanes 8|16]
  *
@@ -29,9 +29,9 @@
  * and head-sized k = 64 products) and M = 16 .. 256 rows, the median time of 7 samples of qkv_gemm
  * with the small-M rule off (BLAS in qkv_gemm's tiles; qkv__gemm_small_m_enable) against the
  * small-M kernel itself, alternating, operands in cache; prints BLAS time / kernel time (> 1: the
- * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md, "Session 10").
+ * kernel is faster). The basis of the 96-row rule (BENCHMARKS.md).
  * --lanes 8|16 makes the small-M kernel run on that many lanes instead of the CPU's default (16
- * on CPUs with AVX-512F, 8 elsewhere): the two widths on one machine (BENCHMARKS.md, "Session 13").
+ * on CPUs with AVX-512F, 8 elsewhere): the two widths on one machine (BENCHMARKS.md).
  *
  *   build/release/bench_gemm --packed [--threads N]
  *
@@ -48,13 +48,13 @@
  * columns, packing all of A; or of its rows, the packed B shared), each forced in turn through
  * qkv__gemm_packed_column_rows on the same products, M = 128 .. 1024 rows against config B's
  * weights, alternating, operands in cache; the median of 7 samples of each and columns time / rows
- * time (> 1: rows are faster). The basis of the 512-row bound (BENCHMARKS.md, "Session 18").
+ * time (> 1: rows are faster). The basis of the 384-row bound (BENCHMARKS.md).
  *
  *   build/release/bench_gemm --packed-copy [--threads N]
  *
  * A decoding session's products that the packed GEMM takes, packing the weight at every product
  * against from the session's packed copy of it, the copy's products split by columns and by rows
- * (packed_copy below; BENCHMARKS.md, "Session 20").
+ * (packed_copy below; BENCHMARKS.md).
  *
  *   build/release/bench_gemm --ceiling [--threads N] [--json]
  *

@@ -8,8 +8,7 @@
  * CPU has in turn (AVX-512F, AVX2, portable C), M million words (default 128) per repetition,
  * the blocks' counters running on as a dropout's do; prints the best of R (default 5) in ns per
  * word, and a checksum of the words, equal across implementations (they make the same words;
- * tests/core/test_core.c checks that word for word). A benchmark, not a test (BENCHMARKS.md,
- * "Session 20").
+ * tests/core/test_core.c checks that word for word). A benchmark, not a test (BENCHMARKS.md).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"

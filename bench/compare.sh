@@ -26,7 +26,7 @@
 # spins ~300k iterations before it sleeps, which is what a user gets and qkv's best on a quiet
 # machine: qkv runs every OpenBLAS call inside its own OpenMP regions, so nothing spins against
 # BLAS threads, and a step opens hundreds of regions whose sleeping workers PASSIVE would have to
-# wake (BENCHMARKS.md, "Session 7"); PASSIVE is the better choice only when the cores are
+# wake (BENCHMARKS.md); PASSIVE is the better choice only when the cores are
 # shared; "unset" leaves the environment as
 # it is). N = --threads (default 2). Without `import torch` in /usr/bin/python3 (Debian:
 # python3-torch) the PyTorch side is skipped with a message.

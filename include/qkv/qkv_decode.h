@@ -65,10 +65,10 @@ typedef struct qkv_session_params {
                             into the layout of the kernel that multiplies it, and multiplied
                             from there (AVX-512F CPUs, src/kernels/weight_copies.c): at 8 .. 96
                             rows a weight of at least 1 MiB into panels for those rows (config-B
-                            greedy steps 12-16 % faster, BENCHMARKS.md "Session 16"); at more
+                            greedy steps 12-16 % faster, BENCHMARKS.md); at more
                             rows (and some smaller weights at 32 .. 96) into the packed GEMM's
                             panels, which it then never packs again (config-S beam 5 ~8 %
-                            faster, "Session 20"). The same results bit for bit, for as much
+                            faster). The same results bit for bit, for as much
                             memory again as the weights copied (config B greedy: 104 MB; config
                             S: at most 11 MB). false: no copy */
 } qkv_session_params;

@@ -8,14 +8,14 @@
  * version falls through the model table to the generic SSE3 set, "Prescott", however wide its
  * vector units: OpenBLAS 0.3.21 (Debian 12) on an Intel Xeon of model 207 (Emerald Rapids, AVX-512)
  * runs sgemm at 64 GFLOP/s on two cores with Prescott, 307 with its AVX-512 set "SkylakeX" and 162
- * with its AVX2 set "Haswell" (BENCHMARKS.md, "Session 9"). The variable is read once, at load
+ * with its AVX2 set "Haswell" (BENCHMARKS.md). The variable is read once, at load
  * time, so a process can only act on it by starting again: qkv_blas_reexec_with_advice, for the
  * main of a program, sets it and re-executes the program.
  *
  * The advice is deliberately narrow: only an OpenBLAS built with DYNAMIC_ARCH (a single-target
  * build ignores the variable), only when it fell back to Prescott (never when it recognised the
- * CPU, even where another of its sets would be faster: on the AMD Zen 4 of sessions 1-8 it chose
- * its AVX-512 set, and its Haswell set was faster there), and only when the user has not set
+ * CPU, even where another of its sets would be faster: on one AMD Zen 4 machine it chose its
+ * AVX-512 set, and its Haswell set was faster there), and only when the user has not set
  * OPENBLAS_CORETYPE. SkylakeX needs AVX-512 F, DQ, BW and VL with the OS
  * saving the registers (what the compiler's cpu check tests); Haswell needs AVX2 and FMA.
  *

@@ -85,7 +85,7 @@ void qkv__philox_blocks_c(uint64_t seed, uint64_t step, uint64_t stream, uint64_
  * multiplies the low 32 bits of each lane into 64): about 1.7x the C version's words per second,
  * where dropout's Philox words were ~4.5 % of a config-B training step (BENCHMARKS.md). The rounds
  * are unrolled and no lane is masked to 32 bits (see the AVX-512 version): 1.9x the rolled loop
- * with masks on AMD Zen 4 (BENCHMARKS.md, "Session 20"). */
+ * with masks on AMD Zen 4 (BENCHMARKS.md). */
 __attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, uint64_t step, uint64_t stream,
                                                                 uint64_t first_block,
                                                                 uint32_t out[4 * QKV_PHILOX_LANES]) {
@@ -132,7 +132,7 @@ __attribute__((target("avx2"))) static void philox_blocks_avx2(uint64_t seed, ui
  * take only the low half of the lanes they XOR in, so the high halves may hold anything until the
  * words leave, low halves blended with shifted ones. Per round and vector two products, two
  * shifts and two three-way XORs (vpternlog): 2.2x the rolled loop with masks on AMD Zen 4, 1.15x
- * the AVX2 version (BENCHMARKS.md, "Session 20"). The words of blocks 8v .. 8v + 7 leave in two 16-word halves,
+ * the AVX2 version (BENCHMARKS.md). The words of blocks 8v .. 8v + 7 leave in two 16-word halves,
  * blocks 8v + 0..3 then 8v + 4..7, each in the AVX2 version's order. */
 __attribute__((target("avx512f"))) static void philox_blocks_avx512(uint64_t seed, uint64_t step, uint64_t stream,
                                                                      uint64_t first_block,

@@ -20,11 +20,11 @@
  * dependent additions per 8 values, so they wait on the adder's latency; eight keys, or eight
  * blocks of 8 dimensions, give as many independent chains. Keys are prefetched PREFETCH_KEYS
  * ahead while scoring, and each key's value vector as its score is computed, so the weighted sum
- * finds them in cache: a step reads the keys of rows written many products ago (BENCHMARKS.md,
- * "Session 11"); and the next task's keys and values into L2 meanwhile ("Session 15"); but no
- * key the thread's previous row read, nor one of this row's that the next row reads (a beam's
- * siblings share their source's keys and their prefix's). With the eight-key groups, S beam 5's
- * attention regions take 17-20 % less time (BENCHMARKS.md, "Session 18").
+ * finds them in cache: a step reads the keys of rows written many products ago; and the next
+ * task's keys and values into L2 meanwhile; but no key the thread's previous row read, nor one
+ * of this row's that the next row reads (a beam's siblings share their source's keys and their
+ * prefix's). With the eight-key groups, S beam 5's attention regions take 17-20 % less time
+ * (BENCHMARKS.md).
  *
  * Reference: the forward of qkv_sdpa (kernels/sdpa_cpu.c, sdpa_ref.c) with T = 1; fairseq's and
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
@@ -43,7 +43,7 @@
 /* Rows attended one after the other per head: the beams of a sentence (consecutive rows) read
  * one copy of its cross-attention keys and values, and siblings share their prefix's keys, so a
  * head's keys come from memory once per block and from L1 for its other rows (S beam 5 ~4 %
- * faster than row by row, all heads of a row before the next; BENCHMARKS.md, "Session 11"). */
+ * faster than row by row, all heads of a row before the next; BENCHMARKS.md). */
 #define ROW_BLOCK 8
 
 /* q . k over D elements in the fixed order above. */
@@ -311,7 +311,7 @@ QKV_CLONES static void attend_exp_shift(qkv_real *restrict s, int64_t S, qkv_rea
  * next_k + next_off[j] and values next_v + next_off[j] of this thread's next task that are not
  * this task's are prefetched into L2 while the keys j are scored, so that task finds them there
  * instead of starting a new stream from memory (config-B greedy decoding's steps ~3-6 % faster,
- * BENCHMARKS.md "Session 15"). */
+ * BENCHMARKS.md). */
 static void attend_one(const task *t, qkv_real *restrict s, bool vec, qkv_real *restrict o) {
     const int64_t S = t->S, D = t->D;
 #ifdef ATTEND_AVX2

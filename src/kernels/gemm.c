@@ -321,7 +321,7 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * gave config B's vocabulary product (2048 x 8000 x 512) 4 x 8 tiles where 2 x 4 pack half as
  * much, and beam search's 320 x 256 x 256 products on config S 5 x 2 tiles of 64 x 128, the
  * weight packed 5 times for 64 rows of use each): training steps 2.6 % (S), 3.4 % (B) and 7 %
- * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md, "Session 11"). 8 tiles keep 2, 4 or
+ * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md). 8 tiles keep 2, 4 or
  * 8 threads busy; 4 tiles of a product below 2^27 (~0.1-0.5 ms of work) keep 4. The tile
  * sizes are part of the result's bits: OpenBLAS rounds differently when the same element is
  * computed in another tile (BENCHMARKS.md, "GEMM tiles, revisited").

@@ -30,20 +30,20 @@
  * shared-B row mode would leave threads idle or re-read B from L3 (0.83-0.93x OpenBLAS's tiles at
  * 128-256 rows, against 1.05-1.23x in this mode). From about 384 rows on, row mode is as fast or
  * faster: each thread packing all of A costs more than sharing B (0.98-1.15x at 512-1024 rows,
- * `bench_gemm --packed-modes`, BENCHMARKS.md "Session 18").
+ * `bench_gemm --packed-modes`, BENCHMARKS.md).
  *
  * From a packed copy (qkv__gemm_packed_nt_copy: a decoding session's weight, packed once per
  * batch by weight_copies.c): op(B) is not packed, so row mode has no barrier (each claimed chunk
  * of rows runs through every k slice), and it takes over from column mode from 4 row panels per
  * thread (96 rows at 2 threads): 1.1-1.3x packing at every product on config S's decoding products
- * (bench_gemm --packed-copy, BENCHMARKS.md "Session 20"). The copy holds every slice's panels
+ * (bench_gemm --packed-copy, BENCHMARKS.md). The copy holds every slice's panels
  * side by side, slice pc at copy + pc ncols (ncols: n rounded up to NR), in the layout above.
  *
  * The micro-kernel holds the 12 x 32 tile of C in 24 zmm accumulators; per step p it loads
  * 32 values of B (2 zmm), broadcasts 12 of A from memory and issues 24 FMAs. It runs at the
  * core's FMA peak from L1 (~170 GFLOP/s, Emerald Rapids, one core), and the product at ~99 % of
  * OpenBLAS 0.3.21's SkylakeX kernel on one thread; with shared packing, 1.06-1.26x qkv_gemm's
- * tiled OpenBLAS on config B's training products at 2 threads (BENCHMARKS.md, "Session 12").
+ * tiled OpenBLAS on config B's training products at 2 threads (BENCHMARKS.md).
  * Orders tried: A panel in L1 (this one) beat the BLIS order (B panel in L1) by 5-10 %: a 32-wide
  * B panel of 512 k is 64 KiB, more than the 48 KiB L1.
  *
@@ -51,7 +51,7 @@
  * from zero (FMA), then C = beta C + alpha acc (first slice, beta = 0 not reading C) or
  * C += alpha acc (later slices), slices in increasing k (qkv__gemm_packed_bias, for qkv_linear:
  * bias + alpha acc in the first slice, the bits of beta = 1 on C's rows holding the bias, without
- * writing them first: config-B's encoder -4 %, BENCHMARKS.md "Session 15"): the scheme of the
+ * writing them first: config-B's encoder -4 %, BENCHMARKS.md): the scheme of the
  * portable qkv_gemm_blocked, and for the same reason the bits do not depend on the tile, the thread
  * count or which thread computes what. They differ from OpenBLAS's in the last bits; a product's
  * bits depend on its shape and on the CPU (the products that qualify here on an AVX-512 CPU and
@@ -119,7 +119,7 @@ AVX512 static void micro_tile(int64_t kc, const float *restrict ap, const float 
     for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
         /* B's micro-panel (64 KiB) streams from L2 at every tile while A's holds L1: fetched
          * B_AHEAD steps early, 1.03-1.16x on config B's and S's products (Emerald Rapids, 2
-         * threads, best of 5-6 alternating runs; BENCHMARKS.md "Session 21"). Near the last
+         * threads, best of 5-6 alternating runs; BENCHMARKS.md). Near the last
          * panel's end the address lies past the buffer: computed as an integer (no pointer
          * arithmetic outside an object), and a prefetch never faults. */
         const uintptr_t ahead = (uintptr_t)bp + B_AHEAD * NR * sizeof(float);
@@ -275,8 +275,8 @@ void qkv__gemm_packed_column_rows(int64_t rows) {
     atomic_store_explicit(&column_rows, rows < 0 ? -1 : rows, memory_order_relaxed);
 }
 
-/* CPUs with AVX-512F. Measured on Intel Emerald Rapids (BENCHMARKS.md, "Session 12") and AMD Zen 4
- * (Session 13: 1.09-1.16x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
+/* CPUs with AVX-512F. Measured on Intel Emerald Rapids and AMD Zen 4 (BENCHMARKS.md; on Zen 4
+ * 1.09-1.16x OpenBLAS's tiles on config B's products, although Zen 4 runs a 512-bit
  * FMA as two 256-bit halves: one zmm FMA per cycle is the arithmetic of two ymm ones, and the
  * packing saved does not depend on the width). */
 bool qkv__gemm_packed_available(void) { return __builtin_cpu_supports("avx512f"); }

@@ -9,7 +9,7 @@
  * a horizontal sum per element), waits on that stream: config B's step products take 5.8-6.0 ms
  * streamed against ~4.2 in cache. From a copy laid out for the product, one sequential stream
  * per thread with one vector load of W per 16 FMAs, 4.7-5.5 ms, and in cache ~90 % of the FMA
- * peak (BENCHMARKS.md, "Session 16").
+ * peak (BENCHMARKS.md).
  *
  * The bits. The small-M kernel computes element (i, j) as 16 partial sums, lane l taking the
  * terms k = 16 s + l in increasing s with FMA from +0, then the lanes added in a fixed tree:
@@ -28,13 +28,12 @@
  * (tests/ops/test_gemm_panels.c compares them with memcmp). x is transposed into the same
  * residue-major order (16 x 16 blocks in registers, transpose16.h) at every product, by each
  * thread into a copy of its own: no thread waits for another's half, and none reads the other
- * core's lines of the transpose (a step's 37 products each paid for that barrier; BENCHMARKS.md
- * "Session 23"); W when its copy is filled, by the thread that then multiplies it, while the
- * panel is still in its cache.
+ * core's lines of the transpose (with one shared copy behind a barrier, a step's 37 products
+ * each paid for that barrier; BENCHMARKS.md); W when its copy is filled, by the thread that then
+ * multiplies it, while the panel is still in its cache.
  *
- * Session 14 measured panels in the packed GEMM's order (one sum per element over k) and did not
- * keep them: they would have moved the decoding step's products into another bits class
- * (docs/design.md). The residue order keeps the class.
+ * Panels in the packed GEMM's order (one sum per element over k) would move the decoding step's
+ * products into another bits class (docs/design.md); the residue order keeps the class.
  */
 #include "../core/internal.h"
 
@@ -234,7 +233,7 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
          * claims it. Equal static shares left the faster thread waiting at the region's end
          * whenever the host slowed the other: at M = 16 on config B's step weights, best of 40
          * passes 4.48-4.72 -> 4.10-4.13 ms, mean 5.20-5.40 -> 4.52-5.02 ms (four pairs;
-         * BENCHMARKS.md "Session 22"). */
+         * BENCHMARKS.md). */
         for (int64_t q0, q1; qkv__claim_chunk(&claimed, 0, np, (int)team, np, &q0, &q1);)
             panel_run(q0, q1, m, n, k, off, my_at, w, panels, pack, bias, y);
     }

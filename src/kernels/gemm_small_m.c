@@ -5,8 +5,8 @@
  *
  * Why not BLAS: OpenBLAS packs both operands of every call into its panel layout. With M = 16
  * rows the weight is packed (read, written, read again) to be used 16 times: in a config-B greedy
- * decode `sgemm_incopy` took 28 % of the samples against 46 % for the kernel itself (BENCHMARKS.md,
- * session 6). Here the weight is read once, in place:
+ * decode `sgemm_incopy` took 28 % of the samples against 46 % for the kernel itself
+ * (BENCHMARKS.md). Here the weight is read once, in place:
  *
  *   for each block of NB = 3 rows of B (3 K floats, in L1 after the first use)
  *     for each block of MB <= 4 rows of A
@@ -24,10 +24,9 @@
  * while A's rows use this one, a share of k per pass over A's rows so the requests spread over
  * the whole block instead of crowding the first pass; a full block's 24 sums reduced together,
  * reduce24): 1.35x the AVX2 kernel's speed on a config-B decoding step's weights streamed from
- * memory at M = 16 (Intel Emerald Rapids, BENCHMARKS.md "Session 9"), and the spread prefetches
- * with the joint reduction another 1.1x ("Session 11"); on AMD Zen 4, 1.08x at M = 16
- * ("Session 13"). Both widths also prefetch a B of at least STREAM_BYTES into L2 further ahead
- * (FAR_ROWS, "Session 15").
+ * memory at M = 16 (Intel Emerald Rapids), and the spread prefetches with the joint reduction
+ * another 1.1x; on AMD Zen 4, 1.08x at M = 16 (BENCHMARKS.md). Both widths also prefetch a B of
+ * at least STREAM_BYTES into L2 further ahead (FAR_ROWS).
  * Lane l then holds the k = l mod 16 terms and the two halves are added before hsum8's order. The
  * lane count is part of the bits: CPUs that take the 16 lanes and those that do not round
  * differently (docs/design.md, determinism); on one CPU it is fixed (qkv__gemm_small_m_lanes lets
@@ -60,7 +59,7 @@ enum { NB = 3, MB = 4 };
  * weights evict between two uses) comes from the L3 or memory: its blocks are also prefetched
  * FAR_ROWS rows ahead into L2 (_MM_HINT_T1), on top of the next block towards L1, so the L1
  * prefetches find their lines in the L2 instead of waiting on memory with a few misses in
- * flight. Measured on AMD Zen 4 (BENCHMARKS.md, "Session 15"): a config-B step's products
+ * flight. Measured on AMD Zen 4 (BENCHMARKS.md): a config-B step's products
  * streamed at M = 1 1.26x, M = 16 1.16x on one thread, M = 16 1.11-1.18x on two; 12 rows ahead
  * was the best of 12, 18, 24, 36, 60. Below STREAM_BYTES the extra prefetches would cost
  * instructions for lines that are likely in L2 already (M = 1 against a 768 x 256 B in L2: 0.82x).
@@ -299,8 +298,8 @@ rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, const 
     }
 }
 
-/* 16 lanes on CPUs with AVX-512F, 8 elsewhere. Measured on Intel Emerald Rapids (session 9) and on
- * AMD Zen 4 (session 13: a config-B decoding step's products at M = 16, weights streamed, 7.6 ->
+/* 16 lanes on CPUs with AVX-512F, 8 elsewhere. Measured on Intel Emerald Rapids and on AMD Zen 4
+ * (BENCHMARKS.md; on Zen 4 a config-B decoding step's products at M = 16, weights streamed, 7.6 ->
  * 7.0 ms on 2 threads, 14.3 -> 13.1 ms on one, `bench_gemm --decode-step --lanes 8|16`), although
  * Zen 4 runs a 512-bit FMA as two 256-bit halves and its 32 KiB L1 does not hold a 6-row block of
  * B at k = 2048. A test may ask for either width where the CPU can run it

@@ -157,7 +157,7 @@ enum { MM_ROWS = 6 }; /* rows of c per register tile: 12 zmm sums of 2 x 16 colu
  * tiles of 32 (the last masked): per x, two vectors of b's row and one broadcast of a per row,
  * each sum s += a b as a multiply then an add (no FMA), in x order: the plain loop's bits. Two
  * rows at a time (mm_tile) keep 4 sums in flight, fewer than the adder's latency hides; 6 keep
- * 12 (config-B encoder attention's 64 x 64 x 64 products: see BENCHMARKS.md, "Session 17"). */
+ * 12 (config-B encoder attention's 64 x 64 x 64 products: see BENCHMARKS.md). */
 __attribute__((target("avx512f"), always_inline)) static inline void
 mm_rows_avx512(int rows, int64_t n, int64_t kk, const float *restrict a, int64_t lda,
                const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc) {

@@ -12,8 +12,8 @@
  *
  * - residue panels (gemm_panels.c) for what qkv_gemm gives the small-M kernel on 16 lanes, 8 to
  *   96 rows against a weight of at least 1 MiB: the step streams W from memory, and from its copy
- *   each thread reads one sequential stream (config-B greedy's steps -12 to -16 %, BENCHMARKS.md
- *   "Session 16");
+ *   each thread reads one sequential stream (config-B greedy's steps -12 to -16 %,
+ *   BENCHMARKS.md);
  * - the packed GEMM's panels of W^T (qkv__gemm_packed_nt_copy) for what qkv_gemm gives the packed
  *   GEMM, from 32 rows on at any weight size (beam search's 320 rows on config S, 64-row greedy
  *   steps on its 256 x 256 weights): the product no longer packs W, and with more than 384 rows

@@ -24,7 +24,7 @@
  * qkv_sdpa_weights_merged writes o with the heads merged, (B, T, H Dv), as qkv_merge_heads would
  * copy it: each head's (T, Dv) product lands in its columns of the merged rows (row stride H Dv)
  * and backward reads dO there, so the MHA module's merge copy and its (B, T, C) tensor go (config
- * B: 18 x 4 MiB of a training step's arena, BENCHMARKS.md "Session 18"). A product's bits do not
+ * B: 18 x 4 MiB of a training step's arena, BENCHMARKS.md). A product's bits do not
  * depend on where its result is stored, so the two ops agree bit for bit.
  */
 #include "../kernels/attention.h"

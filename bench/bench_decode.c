@@ -35,14 +35,14 @@ static double cpu_now(void) {
 /* Median seconds of reps decodes (after a warm-up) in t[0 .. reps) (sorted), or a negative
  * number on error; *cpu_med: the median processor seconds (all threads) of the same decodes,
  * which other processes on the machine disturb less than the wall clock. */
-static double time_decode(const qkv_model *m, const int32_t *src, const int32_t *len, int32_t B,
+static double time_decode(qkv_decoder *d, const int32_t *src, const int32_t *len, int32_t B,
                           const qkv_decode_params *p, int reps, double *t, int32_t *first_tokens,
                           double *cpu_med) {
     double cpu[64]; /* reps <= 64 (main checks) */
     for (int r = -1; r < reps; r++) {
         qkv_hypotheses h;
         const double c0 = cpu_now(), t0 = bench_now();
-        const qkv_status st = qkv_decode(m, src, len, B, p, &h);
+        const qkv_status st = qkv_decoder_decode(d, src, len, B, p, &h);
         const double t1 = bench_now();
         if (r >= 0) cpu[r] = cpu_now() - c0;
         if (st) {
@@ -201,7 +201,8 @@ int main(int argc, char **argv) {
     if (threads > 0) qkv_set_num_threads(threads);
     const qkv_model_config mc = bench_model_config(c);
     qkv_model *m = NULL;
-    if (qkv_model_new(&mc, 1, &m)) {
+    qkv_decoder *decoder = NULL; /* keeps its session from one repetition to the next, as a server would */
+    if (qkv_model_new(&mc, 1, &m) || qkv_decoder_new(m, &decoder)) {
         fprintf(stderr, "bench_decode: %s\n", qkv_last_error());
         return 1;
     }
@@ -244,7 +245,7 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, k ? "beam %d" : "greedy", K);
         const char *search = k ? "beam" : "greedy";
         double cpu_c = 0, cpu_u = 0;
-        const double cached = time_decode(m, src, len, B, &p, reps, t, tok_c, &cpu_c);
+        const double cached = time_decode(decoder, src, len, B, &p, reps, t, tok_c, &cpu_c);
         if (cached < 0) {
             rc = 1;
             break;
@@ -256,7 +257,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         if (!uncached) continue;
         p.use_cache = false;
-        const double plain = time_decode(m, src, len, B, &p, reps, t, tok_u, &cpu_u);
+        const double plain = time_decode(decoder, src, len, B, &p, reps, t, tok_u, &cpu_u);
         if (plain < 0) {
             rc = 1;
             break;
@@ -275,6 +276,7 @@ int main(int argc, char **argv) {
     free(tok_c);
     free(tok_u);
     free(t);
+    qkv_decoder_free(decoder);
     qkv_model_free(m);
     return rc;
 }

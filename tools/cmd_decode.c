@@ -82,7 +82,7 @@ static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
     if (!p->n) return true;
     qkv_hypotheses h;
     memset(&h, 0, sizeof h);
-    if (qkv_decode(r->model, p->ids, p->lens, (int32_t)p->n, dp, &h)) {
+    if (qkv_decoder_decode(r->decoder, p->ids, p->lens, (int32_t)p->n, dp, &h)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return false;
     }

@@ -472,7 +472,6 @@ int qkv_cmd_train(int argc, char **argv) {
             if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
             if (step == debug.sigint_eval_step) raise(SIGINT);
             if (ops->evaluate(tk, model, &m)) goto done_err;
-            qkv_model_release_decode_memory(model); /* training steps do not need the decode caches */
             const double value = task_metrics_get(&m, ops->select);
             const bool best = lower ? value < best_value : value > best_value;
             if (tty) printf("\n");

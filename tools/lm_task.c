@@ -301,7 +301,7 @@ static int decode_line(void *user, const char *file, int64_t line_no, char *line
         /* <bos> and a prompt of n - 1 symbols leave room for L + 1 - n generated tokens */
         const int32_t len = (int32_t)n, room = (int32_t)(L + 1 - n);
         d->dp.max_len = d->user_max > 0 && d->user_max < room ? d->user_max : room;
-        st = qkv_generate(d->r->model, d->ids, &len, 1, &d->dp, &h);
+        st = qkv_decoder_generate(d->r->decoder, d->ids, &len, 1, &d->dp, &h);
     }
     if (st) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());

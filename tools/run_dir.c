@@ -22,6 +22,7 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
     snprintf(src, sizeof src, "%s/src.vocab", base);
     snprintf(tgt, sizeof tgt, "%s/tgt.vocab", base);
     qkv_status st = qkv_model_load(model, &out->model);
+    if (!st) st = qkv_decoder_new(out->model, &out->decoder);
     const bool image = !st && qkv_model_is_image(&out->model->cfg); /* no input vocabulary */
     const bool lm = !st && out->model->cfg.arch == QKV_ARCH_DECODER; /* a language model: tgt.vocab only */
     const bool no_src = image || lm;
@@ -56,6 +57,7 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
 }
 
 void run_dir_free(run_dir *r) {
+    qkv_decoder_free(r->decoder);
     qkv_model_free(r->model);
     qkv_vocab_free(r->src);
     qkv_vocab_free(r->tgt);

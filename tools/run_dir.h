@@ -11,6 +11,7 @@ struct task_ops;
 
 typedef struct run_dir {
     qkv_model *model;
+    qkv_decoder *decoder; /* the model's decoder: keeps its session from one batch to the next */
     qkv_vocab *src, *tgt;
     char dir[1024];             /* where the run's files are */
     const struct task_ops *task; /* from task.conf; seq2seq when there is none */

@@ -142,7 +142,8 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
         hyp_out->n = n;
     }
     int32_t *src = NULL, *lens = NULL;
-    qkv_status st = QKV_OK;
+    qkv_decoder *decoder = NULL; /* one session for every batch, freed after the evaluation */
+    qkv_status st = qkv_decoder_new(m, &decoder);
     for (int64_t first = 0; first < n && !st; first += batch) {
         const int64_t rows = n - first < batch ? n - first : batch;
         int64_t total = 0;
@@ -169,7 +170,7 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
         }
         qkv_hypotheses h;
         memset(&h, 0, sizeof h);
-        st = qkv_decode(m, src, lens, (int32_t)rows, p, &h);
+        st = qkv_decoder_decode(decoder, src, lens, (int32_t)rows, p, &h);
         for (int64_t r = 0; r < rows && !st; r++) {
             const qkv_hypothesis *best = h.count[r] ? &h.hyp[r * h.n_best] : NULL;
             const int64_t len = best ? qkv_seq_length(best->tokens, best->length, p->eos_id) : 0;
@@ -183,6 +184,7 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
         }
         qkv_hypotheses_free(&h);
     }
+    qkv_decoder_free(decoder);
     free(src);
     free(lens);
     if (st && hyp_out) seq2seq_free_hyps(hyp_out);

@@ -19,15 +19,16 @@
  *   decode   qkv_decode (encoder-decoder) and qkv_generate (decoder-only) run a whole search
  *            over a batch and return the hypotheses.
  *
- * Memory: a decode call keeps its session with the model when it returns, and the next call on
- * that model reuses it when it is large enough (rows, positions and source length at least the
- * call's, the same kernels, cache mode and weight panels): its caches, arena and panels are
- * already mapped, where a fresh session page-faults in every byte it touches (config S greedy:
- * ~25,000 faults, ~30 ms of CPU time a call). Results are the bits a fresh session gives. A
- * spare too small is replaced by one as large as both calls need in each size (or, where that
- * cannot be allocated, by one of the call's own sizes). The spare is taken and given back
- * atomically, so calls on one model from several threads stay safe (each then works on its own
- * session). qkv_model_free frees it; qkv_model_release_decode_memory frees it sooner.
+ * Memory: qkv_decode and qkv_generate open a session, decode and free it. A qkv_decoder keeps
+ * its last session for the next call, which reuses it when it is large enough (rows, positions
+ * and source length at least the call's, the same kernels, cache mode and weight panels): its
+ * caches, arena and panels are already mapped, where a fresh session page-faults in every byte
+ * it touches (config S greedy: ~25,000 faults, ~30 ms of CPU time a call). Results are the bits
+ * a fresh session gives. A kept session too small is replaced by one as large as both calls need
+ * in each size (or, where that cannot be allocated, by one of the call's own sizes). It is taken
+ * and given back atomically, so calls on one decoder from several threads stay safe (each then
+ * works on its own session). The model holds no decoding state: a decoder refers to its model,
+ * which must outlive it.
  *
  * Scores are natural-log probabilities under the model (log_softmax of the logits at
  * temperature 1), summed over the generated tokens, EOS included. The padding token is never
@@ -200,9 +201,18 @@ QKV_API qkv_status qkv_generate(const qkv_model *m, const int32_t *prompt,
                                 const int32_t *prompt_len, int32_t batch,
                                 const qkv_decode_params *p, qkv_hypotheses *out);
 
-/* Frees the session the last decode call kept with m (see Memory at the top); the next call
- * allocates a new one. Accepts NULL and a model without one. */
-QKV_API void qkv_model_release_decode_memory(qkv_model *m);
+/* A model's decoder: qkv_decode / qkv_generate that keep their session for the next call (see
+ * Memory at the top). For repeated calls on one model: evaluation loops, a server. */
+typedef struct qkv_decoder qkv_decoder;
+QKV_API qkv_status qkv_decoder_new(const qkv_model *m, qkv_decoder **out);
+QKV_API void qkv_decoder_free(qkv_decoder *d); /* accepts NULL */
+/* Free the kept session now (the next call allocates a new one). Accepts NULL. */
+QKV_API void qkv_decoder_release_memory(qkv_decoder *d);
+QKV_API qkv_status qkv_decoder_decode(qkv_decoder *d, const int32_t *src, const int32_t *src_len,
+                                      int32_t batch, const qkv_decode_params *p, qkv_hypotheses *out);
+QKV_API qkv_status qkv_decoder_generate(qkv_decoder *d, const int32_t *prompt,
+                                        const int32_t *prompt_len, int32_t batch,
+                                        const qkv_decode_params *p, qkv_hypotheses *out);
 
 #ifdef __cplusplus
 }

@@ -151,10 +151,8 @@ typedef struct qkv_model {
     qkv_tensor *pos_embedding;     /* image models with learned positions: (1, L, C) */
     qkv_tensor *length_w, *length_b; /* nat: length_head (max_len + 1, C), (max_len + 1) */
     qkv_tensor *feature_embed[QKV_MODEL_MAX_FEATURES]; /* (V_k, C), encoder-only */
-    void *decode_spare; /* internal: the decoding session qkv_decode and qkv_generate keep for
-                           the next call (qkv_decode.h, "Memory"); NULL when none */
 } qkv_model; /* made by qkv_model_new / qkv_model_load, used through its pointer: a copy by value
-                would share the parameters and the spare session, and freeing both frees them twice */
+                would share the parameters, and freeing both frees them twice */
 
 /* Register, finalize and initialise (PyTorch's initialisations, deterministic in seed). */
 QKV_API qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model **out);

@@ -23,7 +23,8 @@
 #ifndef QKV_INTERNAL_H
 #define QKV_INTERNAL_H
 
-#include "qkv/qkv.h"
+#include "qkv/qkv_ops.h"
+#include "qkv/qkv_tensor.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -148,14 +148,25 @@ static qkv_status check_sequences(const char *fn, const char *what, const int32_
 /* ---- the shared start -------------------------------------------------------------------------
  */
 
-/* The model's spare session (qkv_decode.h, "Memory"), taken whole: NULL when there is none or
- * another call holds it. */
-static qkv_session *take_spare(const qkv_model *m) {
-    return __atomic_exchange_n(&((qkv_model *)m)->decode_spare, NULL, __ATOMIC_ACQ_REL);
+/* The decoder's kept session (qkv_decode.h, "Memory"), taken whole: NULL when there is none, no
+ * decoder or another call holds it. */
+static qkv_session *take_spare(qkv_decoder *d) {
+    return d ? __atomic_exchange_n(&d->spare, NULL, __ATOMIC_ACQ_REL) : NULL;
 }
 
-void qkv_model_release_decode_memory(qkv_model *m) {
-    if (m) qkv_session_free(take_spare(m));
+qkv_status qkv_decoder_new(const qkv_model *m, qkv_decoder **out) {
+    if (!m || !out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_decoder_new: NULL argument");
+    *out = calloc(1, sizeof **out);
+    if (!*out) return QKV_ERROR(QKV_ERR_OOM, "qkv_decoder_new: out of memory");
+    (*out)->m = m;
+    return QKV_OK;
+}
+
+void qkv_decoder_release_memory(qkv_decoder *d) { qkv_session_free(take_spare(d)); }
+
+void qkv_decoder_free(qkv_decoder *d) {
+    qkv_decoder_release_memory(d);
+    free(d);
 }
 
 /* Whether s is a session of model m with p's kernels, cache mode, arena and panels (any sizes). */
@@ -171,11 +182,11 @@ static bool session_fits(const qkv_session *s, const qkv_model *m, const qkv_ses
 }
 
 void dec_end(const dec_job *j, qkv_session *s, qkv_status st) {
-    if (st || !s) { /* a failed call may leave it half-way: not worth keeping */
+    if (st || !s || !j->decoder) { /* a failed call may leave it half-way: not worth keeping */
         qkv_session_free(s);
         return;
     }
-    qkv_session_free(__atomic_exchange_n(&((qkv_model *)j->m)->decode_spare, s, __ATOMIC_ACQ_REL));
+    qkv_session_free(__atomic_exchange_n(&j->decoder->spare, s, __ATOMIC_ACQ_REL));
 }
 
 qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **sp,
@@ -191,7 +202,7 @@ qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_ses
     sp_.use_cache = j->p.use_cache;
     sp_.kernels = j->p.kernels;
     sp_.weight_panels = j->p.weight_panels;
-    qkv_session *s = take_spare(m);
+    qkv_session *s = take_spare(j->decoder);
     qkv_session_params both = sp_;
     if (s && !session_fits(s, m, &sp_)) {
         /* replaced by one that fits both calls, where only the sizes differ: calls that
@@ -437,11 +448,11 @@ static qkv_status job_init(const char *fn, dec_job *j, const qkv_model *m, qkv_a
     return QKV_OK;
 }
 
-qkv_status qkv_decode(const qkv_model *m, const int32_t *src, const int32_t *src_len, int32_t batch,
-                      const qkv_decode_params *p, qkv_hypotheses *out) {
-    const char *fn = "qkv_decode";
+static qkv_status decode(const char *fn, const qkv_model *m, qkv_decoder *decoder, const int32_t *src,
+                         const int32_t *src_len, int32_t batch, const qkv_decode_params *p, qkv_hypotheses *out) {
     dec_job j;
     qkv_status st = job_init(fn, &j, m, QKV_ARCH_ENCODER_DECODER, src, src_len, batch, p, out);
+    j.decoder = decoder;
     if (st) {
         free(j.prompt_off);
         return st;
@@ -481,11 +492,11 @@ qkv_status qkv_decode(const qkv_model *m, const int32_t *src, const int32_t *src
     return st;
 }
 
-qkv_status qkv_generate(const qkv_model *m, const int32_t *prompt, const int32_t *prompt_len,
-                        int32_t batch, const qkv_decode_params *p, qkv_hypotheses *out) {
-    const char *fn = "qkv_generate";
+static qkv_status generate(const char *fn, const qkv_model *m, qkv_decoder *decoder, const int32_t *prompt,
+                           const int32_t *prompt_len, int32_t batch, const qkv_decode_params *p, qkv_hypotheses *out) {
     dec_job j;
     qkv_status st = job_init(fn, &j, m, QKV_ARCH_DECODER, prompt, prompt_len, batch, p, out);
+    j.decoder = decoder;
     if (st) {
         free(j.prompt_off);
         return st;
@@ -509,4 +520,26 @@ qkv_status qkv_generate(const qkv_model *m, const int32_t *prompt, const int32_t
     }
     free(j.prompt_off);
     return st;
+}
+
+qkv_status qkv_decode(const qkv_model *m, const int32_t *src, const int32_t *src_len, int32_t batch,
+                      const qkv_decode_params *p, qkv_hypotheses *out) {
+    return decode("qkv_decode", m, NULL, src, src_len, batch, p, out);
+}
+
+qkv_status qkv_generate(const qkv_model *m, const int32_t *prompt, const int32_t *prompt_len, int32_t batch,
+                        const qkv_decode_params *p, qkv_hypotheses *out) {
+    return generate("qkv_generate", m, NULL, prompt, prompt_len, batch, p, out);
+}
+
+qkv_status qkv_decoder_decode(qkv_decoder *d, const int32_t *src, const int32_t *src_len, int32_t batch,
+                              const qkv_decode_params *p, qkv_hypotheses *out) {
+    if (!d) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_decoder_decode: NULL decoder");
+    return decode("qkv_decoder_decode", d->m, d, src, src_len, batch, p, out);
+}
+
+qkv_status qkv_decoder_generate(qkv_decoder *d, const int32_t *prompt, const int32_t *prompt_len, int32_t batch,
+                                const qkv_decode_params *p, qkv_hypotheses *out) {
+    if (!d) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_decoder_generate: NULL decoder");
+    return generate("qkv_decoder_generate", d->m, d, prompt, prompt_len, batch, p, out);
 }

@@ -10,6 +10,7 @@
 #define QKV_INFER_INTERNAL_H
 
 #include "../nn/nn_internal.h"
+#include "qkv/qkv_decode.h"
 
 /* ---- session ----------------------------------------------------------------------------------
  */
@@ -64,8 +65,15 @@ qkv_tensor *dec_padding_of(qkv_ctx *ctx, const int32_t *ids, int64_t n, int64_t 
 
 /* ---- one decoding job ------------------------------------------------------------------------ */
 
+/* qkv_decode.h's decoder: a model and the session the last call kept (NULL: none). */
+struct qkv_decoder {
+    const qkv_model *m;
+    qkv_session *spare;
+};
+
 typedef struct dec_job {
     const qkv_model *m;
+    qkv_decoder *decoder; /* keeps the session between calls; NULL: a session for this call only */
     qkv_decode_params p; /* validated; max_len resolved (>= 1) */
     int32_t batch;       /* B */
     int32_t V;           /* target vocabulary */
@@ -86,15 +94,16 @@ static inline int32_t dec_forced(const dec_job *j, int32_t b, int32_t t) {
     return t < j->prompt_len[b] ? j->prompt[j->prompt_off[b] + t] : -1;
 }
 
-/* Open a session for up to max_width rows per input (the model's spare when it fits, else a new
- * one): encode (encoder-decoder) or start (decoder-only) one row per input, feed the prompt
+/* Open a session for up to max_width rows per input (the decoder's kept one when it fits, else a
+ * new one): encode (encoder-decoder) or start (decoder-only) one row per input, feed the prompt
  * positions all inputs share (prompt_min), replicate each row width times (row b * width + i),
  * and copy the logits of the last fed position into *first ((B * width, V), malloc'd; free it).
  * End the search with dec_end. */
 qkv_status dec_begin(const dec_job *j, int32_t width, int32_t max_width, qkv_session **s,
                      qkv_real **first);
-/* The end of a search begun by dec_begin: s becomes the model's spare session after a
- * successful call (st == QKV_OK), replacing and freeing any other; after a failure it is freed. */
+/* The end of a search begun by dec_begin: s becomes the decoder's kept session after a
+ * successful call (st == QKV_OK), replacing and freeing any other; after a failure, or without a
+ * decoder, it is freed. */
 void dec_end(const dec_job *j, qkv_session *s, qkv_status st);
 
 /* log sum_v exp(logits[v]) in double (the max first), over all V ids (padding included); the

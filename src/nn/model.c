@@ -5,6 +5,7 @@
  * Dims: B batch, S source length, T target length, C d_model, V vocabulary, K classes.
  */
 #include "nn_internal.h"
+#include "qkv/qkv_io.h"
 #include "qkv/qkv_registry.h"
 
 #include <math.h>
@@ -159,7 +160,6 @@ qkv_status qkv_model_new(const qkv_model_config *cfg, uint64_t seed, qkv_model *
 
 void qkv_model_free(qkv_model *m) {
     if (!m) return;
-    qkv_model_release_decode_memory(m);
     qkv_params_free(m->params);
     free(m->encoder_layers);
     free(m->decoder_layers);

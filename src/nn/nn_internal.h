@@ -12,6 +12,7 @@
 #define QKV_NN_INTERNAL_H
 
 #include "../core/internal.h"
+#include "qkv/qkv_model.h"
 
 /* Inference's guard on a model's output y (logits): NaN or an infinity in it is an error naming
  * `op` and the element, not an answer (weights or a configuration value that overflow float

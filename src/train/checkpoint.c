@@ -10,6 +10,7 @@
  * Loading validates everything before touching the trainer.
  */
 #include "trainer_internal.h"
+#include "qkv/qkv_io.h"
 
 #include <errno.h>
 #include <stddef.h>

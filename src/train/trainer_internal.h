@@ -3,6 +3,7 @@
 #define QKV_TRAINER_INTERNAL_H
 
 #include "../core/internal.h"
+#include "qkv/qkv_train.h"
 
 struct qkv_trainer {
     qkv_model *model;

@@ -128,8 +128,11 @@ TEST(session_panels_follow_weights_changed_between_calls) {
     p.max_len = MAXLEN;
     p.eos_id = -1; /* every row runs every step: all of them read every copy */
     qkv_hypotheses before, after, in_place;
-    CHECK_OK(qkv_decode(m, src, len, B, &p, &before));
-    const uint64_t serial = m->decode_spare ? ((const qkv_session *)m->decode_spare)->serial : 0;
+    qkv_decoder *d = NULL; /* keeps its session, and the session its panels, between the calls */
+    CHECK_OK(qkv_decoder_new(m, &d));
+    if (!d) return;
+    CHECK_OK(qkv_decoder_decode(d, src, len, B, &p, &before));
+    const uint64_t serial = d->spare ? d->spare->serial : 0;
     static const char *changed[] = {"transformer.decoder.layers.0.linear1.weight",
                                     "transformer.decoder.layers.0.self_attn.out_proj.weight"};
     for (int i = 0; i < 2; i++) {
@@ -138,8 +141,8 @@ TEST(session_panels_follow_weights_changed_between_calls) {
         for (int64_t j = 0; w && j < qkv_tensor_numel(w); j++)
             ((qkv_real *)w->data)[j] *= (qkv_real)-0.75;
     }
-    CHECK_OK(qkv_decode(m, src, len, B, &p, &after));
-    CHECK_MSG(m->decode_spare && ((const qkv_session *)m->decode_spare)->serial == serial,
+    CHECK_OK(qkv_decoder_decode(d, src, len, B, &p, &after));
+    CHECK_MSG(d->spare && d->spare->serial == serial,
               "the second call did not reuse the kept session");
     p.weight_panels = false;
     CHECK_OK(qkv_decode(m, src, len, B, &p, &in_place));
@@ -149,5 +152,6 @@ TEST(session_panels_follow_weights_changed_between_calls) {
     qkv_hypotheses_free(&before);
     qkv_hypotheses_free(&after);
     qkv_hypotheses_free(&in_place);
+    qkv_decoder_free(d);
     qkv_model_free(m);
 }

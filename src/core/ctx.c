@@ -2,6 +2,7 @@
  * ctx.c: the context (step arena, tape, sticky error, RNG position) and step tensors.
  */
 #include "internal.h"
+#include "../kernels/backend.h"
 
 #include <stdlib.h>
 
@@ -29,7 +30,7 @@ qkv_status qkv_ctx_new(const qkv_ctx_params *p, qkv_ctx **out) {
     qkv__arena_init(&ctx->arena, p->arena_bytes, poison);
     ctx->grad_enabled = true;
     ctx->training = false;
-    ctx->kernels = p->kernels;
+    ctx->backend = qkv__backend_of(p->kernels);
     ctx->seed = p->seed;
     *out = ctx;
     return QKV_OK;
@@ -58,8 +59,8 @@ void qkv_ctx_set_grad_enabled(qkv_ctx *ctx, bool enabled) { ctx->grad_enabled = 
 bool qkv_ctx_grad_enabled(const qkv_ctx *ctx) { return ctx->grad_enabled; }
 void qkv_ctx_set_training(qkv_ctx *ctx, bool training) { ctx->training = training; }
 bool qkv_ctx_training(const qkv_ctx *ctx) { return ctx->training; }
-void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k) { ctx->kernels = k; }
-qkv_kernels qkv_ctx_kernels(const qkv_ctx *ctx) { return ctx->kernels; }
+void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k) { ctx->backend = qkv__backend_of(k); }
+qkv_kernels qkv_ctx_kernels(const qkv_ctx *ctx) { return ctx->backend->kind; }
 size_t qkv_ctx_arena_used(const qkv_ctx *ctx) { return ctx->arena.used; }
 size_t qkv_ctx_arena_peak(const qkv_ctx *ctx) { return ctx->arena.peak; }
 uint64_t qkv_ctx_arena_mallocs(const qkv_ctx *ctx) { return ctx->arena.mallocs; }

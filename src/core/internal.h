@@ -111,7 +111,7 @@ struct qkv_ctx {
     qkv_status status;
     bool grad_enabled;
     bool training;
-    qkv_kernels kernels;
+    const struct qkv_backend *backend; /* the kernels every op runs (src/kernels/backend.h) */
     /* Measure-only steps (qkv_session_new's arena measure run): every op allocates what it
      * always does, but the products (qkv__linear_compute) and the cached attention write zeros
      * instead of computing, so the run reaches the arena's high-water mark without streaming the

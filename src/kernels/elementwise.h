@@ -44,9 +44,6 @@ typedef struct qkv_elementwise_kernels {
 extern const qkv_elementwise_kernels qkv_elementwise_ref;
 extern const qkv_elementwise_kernels qkv_elementwise_cpu;
 
-static inline const qkv_elementwise_kernels *qkv_elementwise_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_elementwise_ref : &qkv_elementwise_cpu;
-}
 
 /* The scalar math shared by both implementations. */
 #include <math.h>

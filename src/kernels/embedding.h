@@ -21,8 +21,5 @@ typedef struct qkv_embedding_kernels {
 extern const qkv_embedding_kernels qkv_embedding_ref;
 extern const qkv_embedding_kernels qkv_embedding_cpu;
 
-static inline const qkv_embedding_kernels *qkv_embedding_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_embedding_ref : &qkv_embedding_cpu;
-}
 
 #endif

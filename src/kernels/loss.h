@@ -23,8 +23,5 @@ typedef struct qkv_loss_kernels {
 extern const qkv_loss_kernels qkv_loss_ref;
 extern const qkv_loss_kernels qkv_loss_cpu;
 
-static inline const qkv_loss_kernels *qkv_loss_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_loss_ref : &qkv_loss_cpu;
-}
 
 #endif

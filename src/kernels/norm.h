@@ -39,8 +39,5 @@ typedef struct qkv_norm_kernels {
 extern const qkv_norm_kernels qkv_norm_ref;
 extern const qkv_norm_kernels qkv_norm_cpu;
 
-static inline const qkv_norm_kernels *qkv_norm_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_norm_ref : &qkv_norm_cpu;
-}
 
 #endif

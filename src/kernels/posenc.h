@@ -66,9 +66,6 @@ typedef struct qkv_posenc_kernels {
 extern const qkv_posenc_kernels qkv_posenc_ref;
 extern const qkv_posenc_kernels qkv_posenc_cpu;
 
-static inline const qkv_posenc_kernels *qkv_posenc_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_posenc_ref : &qkv_posenc_cpu;
-}
 
 /* ---- math shared by both implementations ------------------------------------------------------
  */

@@ -104,8 +104,5 @@ void qkv__sdpa_mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *a, int64
 extern const qkv_sdpa_kernels qkv_sdpa_ref;
 extern const qkv_sdpa_kernels qkv_sdpa_cpu;
 
-static inline const qkv_sdpa_kernels *qkv_sdpa_kernels_for(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? &qkv_sdpa_ref : &qkv_sdpa_cpu;
-}
 
 #endif

@@ -33,6 +33,7 @@
 #include "nn_internal.h"
 
 #include "../kernels/attend_cached.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -82,7 +83,7 @@ static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_ten
     const qkv_mha_config *c = &m->cfg;
     const int64_t N = q->shape[0], H = q->shape[1], T = q->shape[2], D = q->shape[3];
     const qkv_tensor *kp = mk->key_padding;
-    if (ctx->kernels == QKV_KERNELS_REF || T != 1 || weights_out || !c->use_fused ||
+    if (!ctx->backend->attend_cached || T != 1 || weights_out || !c->use_fused ||
         c->score != QKV_SCORE_SCALED_DOT || c->norm != QKV_NORM_SOFTMAX ||
         (c->relpos != QKV_RELPOS_NONE && c->relpos != QKV_RELPOS_ROPE) ||
         (ctx->training && c->dropout > 0) || (D > 1 && q->stride[3] != 1) ||
@@ -114,7 +115,7 @@ static qkv_tensor *attend_in_place(qkv_ctx *ctx, const qkv_mha *m, const qkv_ten
                                          .key_padding = kp ? qkv__idata(kp) : NULL,
                                          .o = qkv__data(o),
                                          .o_sn = H * D};
-    return qkv__attend_cached(ctx, &p) ? o : NULL;
+    return ctx->backend->attend_cached(ctx, &p) ? o : NULL;
 }
 
 qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memory,

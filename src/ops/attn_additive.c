@@ -13,6 +13,7 @@
  * (1 - t^2),  dv_ha += sum_{b,i,j} de_ij t. Nothing is saved (qp, kp, v are on the tape).
  */
 #include "../kernels/attention.h"
+#include "../kernels/backend.h"
 
 static qkv_attn_dims dims_of(const qkv_tensor *qp, const qkv_tensor *kp) {
     return (qkv_attn_dims){qp->shape[0], qp->shape[1], qp->shape[2], kp->shape[2], qp->shape[3], {0, 0, 0}, {0, 0, 0}};
@@ -23,7 +24,7 @@ static void additive_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const qkv_attn_dims d = dims_of(qp, kp);
     qkv_real *dqp = qkv__grad(ctx, qp), *dkp = qkv__grad(ctx, kp), *dv = qkv__grad(ctx, v);
     if (ctx->status) return;
-    qkv_attention_kernels_for(ctx)->additive_bwd(ctx, &d, qkv__data(qp), qkv__data(kp),
+    ctx->backend->attention->additive_bwd(ctx, &d, qkv__data(qp), qkv__data(kp),
                                                  qkv__data(v), (const qkv_real *)e->out->grad, dqp,
                                                  dkp, dv);
 }
@@ -54,7 +55,7 @@ qkv_tensor *qkv_additive_scores(qkv_ctx *ctx, qkv_tensor *qp, qkv_tensor *kp, qk
     qkv_tensor *s =
         qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){d.B, d.H, d.T, d.S}); /* (B, H, T, S) */
     if (!s) return NULL;
-    qkv_attention_kernels_for(ctx)->additive_fwd(&d, qkv__data(qp), qkv__data(kp), qkv__data(v),
+    ctx->backend->attention->additive_fwd(&d, qkv__data(qp), qkv__data(kp), qkv__data(v),
                                                  qkv__data(s));
     qkv__record(ctx, &additive_op, s, 3, (qkv_tensor *[]){qp, kp, v});
     return s;

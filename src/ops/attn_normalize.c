@@ -23,6 +23,7 @@
  */
 #include "../kernels/attention.h"
 #include "qkv/qkv_registry.h"
+#include "../kernels/backend.h"
 
 static qkv_attn_dims dims_of(const qkv_tensor *s) {
     return (qkv_attn_dims){s->shape[0], s->shape[1], s->shape[2], s->shape[3], 0, {0, 0, 0}, {0, 0, 0}};
@@ -33,7 +34,7 @@ static void normalize_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *de = qkv__grad(ctx, s);
     if (!de) return;
     const qkv_attn_dims d = dims_of(s);
-    qkv_attention_kernels_for(ctx)->normalize_bwd(
+    ctx->backend->attention->normalize_bwd(
         &d, (qkv_attn_norm)e->i[0], (const qkv_mask *)e->extra, qkv__data(s), qkv__data(e->out),
         e->saved[0] ? qkv__data(e->saved[0]) : NULL, (const qkv_real *)e->out->grad, de);
 }
@@ -60,7 +61,7 @@ qkv_tensor *qkv_attn_normalize(qkv_ctx *ctx, qkv_tensor *scores, qkv_attn_norm n
     if (a && norm == QKV_NORM_RELU_ROWNORM)
         z = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){d.B, d.H, d.T});
     if (!a || ctx->status) return NULL;
-    qkv_attention_kernels_for(ctx)->normalize_fwd(&d, norm, mask, qkv__data(scores), qkv__data(a),
+    ctx->backend->attention->normalize_fwd(&d, norm, mask, qkv__data(scores), qkv__data(a),
                                                   z ? qkv__data(z) : NULL);
     qkv_tape_entry *e = qkv__record(ctx, &normalize_op, a, 1, &scores);
     if (e) {

@@ -17,6 +17,7 @@
  * has zero slope) is written out in kernels/attention_ref.c and attention_cpu.c.
  */
 #include "../kernels/attention.h"
+#include "../kernels/backend.h"
 
 /* The dims and the layouts of q and k (checked head layouts: see qkv_attn_scores). */
 static qkv_attn_dims dims_of(const qkv_tensor *q, const qkv_tensor *k) {
@@ -29,7 +30,7 @@ static qkv_attn_dims dims_of(const qkv_tensor *q, const qkv_tensor *k) {
 static void scores_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *q = e->in[0], *k = e->in[1], *g = e->n_in > 2 ? e->in[2] : NULL;
     const qkv_attn_dims d = dims_of(q, k);
-    const qkv_attention_kernels *kern = qkv_attention_kernels_for(ctx);
+    const qkv_attention_kernels *kern = ctx->backend->attention;
     const qkv_real *de = (const qkv_real *)e->out->grad; /* (B, H, T, S) */
     qkv_real *dq = qkv__grad(ctx, q), *dk = qkv__grad(ctx, k), *dg = qkv__grad(ctx, g);
     if (ctx->status) return;
@@ -107,7 +108,7 @@ qkv_tensor *qkv_attn_scores(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_scor
     qkv_tensor *s =
         qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){d.B, d.H, d.T, d.S}); /* (B, H, T, S) */
     if (!s) return NULL;
-    const qkv_attention_kernels *kern = qkv_attention_kernels_for(ctx);
+    const qkv_attention_kernels *kern = ctx->backend->attention;
     qkv_tensor *nq = NULL, *nk = NULL;
     double attr;
     if (kind == QKV_SCORE_COSINE) {

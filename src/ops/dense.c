@@ -7,15 +7,14 @@
  * transposes (see matmul_backward). Nothing is saved: the inputs are on the tape already.
  */
 #include "../core/internal.h"
+#include "../kernels/backend.h"
 
 #include <limits.h>
 
 typedef void (*gemm_fn)(bool, bool, int64_t, int64_t, int64_t, qkv_real, const qkv_real *, int64_t,
                         const qkv_real *, int64_t, qkv_real, qkv_real *, int64_t);
 
-static gemm_fn pick_gemm(const qkv_ctx *ctx) {
-    return ctx->kernels == QKV_KERNELS_REF ? qkv_gemm_ref : qkv_gemm;
-}
+static gemm_fn pick_gemm(const qkv_ctx *ctx) { return ctx->backend->gemm; }
 
 static bool fits_blas(qkv_ctx *ctx, const char *op, int64_t a, int64_t b, int64_t c) {
     if (a <= INT_MAX && b <= INT_MAX && c <= INT_MAX) return true;
@@ -114,14 +113,14 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         return y;
     }
     /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
-    if (ctx->panels && w_param && pick_gemm(ctx) == qkv_gemm &&
+    if (ctx->panels && w_param && ctx->backend->weight_panels &&
         qkv__panels_linear(ctx->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
                            *bias ? qkv__data(*bias) : NULL, yd))
         return y;
     /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the
      * two steps below) */
-    if (*bias && pick_gemm(ctx) == qkv_gemm &&
-        qkv__gemm_nt_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd,
+    if (*bias && ctx->backend->linear_bias &&
+        ctx->backend->linear_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd,
                           O))
         return y;
     if (*bias) bias_rows(N, O, qkv__data(*bias), yd);
@@ -174,35 +173,35 @@ static void matmul_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *da = qkv__grad(ctx, a), *db = qkv__grad(ctx, b);
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
     qkv__mat_layout lb;
-    if (ctx->kernels != QKV_KERNELS_REF && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
+    if (ctx->backend->gemm_batched2 && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
         !qkv_tensor_is_contiguous(b) && qkv__head_layout(b, &lb)) { /* b read (and dB written) in place */
         const int64_t Bn = a->shape[0], H = a->shape[1];
         const qkv__mat_layout la = {g.a_cols, H * a_size, a_size}, lc = {g.N, H * g.M * g.N, g.M * g.N};
         const qkv_real *A = qkv__data(a), *Bd = qkv__data(b);
         if (da && !ta) /* dA (M,K) += dC (M,N) op(B)^T */
-            qkv__gemm_batched2(false, !tb, Bn, H, g.M, g.K, g.N, 1, dc, lc, Bd, lb, 1, da, la);
+            ctx->backend->gemm_batched2(false, !tb, Bn, H, g.M, g.K, g.N, 1, dc, lc, Bd, lb, 1, da, la);
         else if (da) /* a = A^T: da (K,M) += op(B) dC^T */
-            qkv__gemm_batched2(tb, true, Bn, H, g.K, g.M, g.N, 1, Bd, lb, dc, lc, 1, da, la);
+            ctx->backend->gemm_batched2(tb, true, Bn, H, g.K, g.M, g.N, 1, Bd, lb, dc, lc, 1, da, la);
         if (db && !tb) /* dB (K,N) += op(A)^T dC */
-            qkv__gemm_batched2(!ta, false, Bn, H, g.K, g.N, g.M, 1, A, la, dc, lc, 1, db, lb);
+            ctx->backend->gemm_batched2(!ta, false, Bn, H, g.K, g.N, g.M, 1, A, la, dc, lc, 1, db, lb);
         else if (db) /* b = B^T: db (N,K) += dC^T op(A) */
-            qkv__gemm_batched2(true, ta, Bn, H, g.N, g.K, g.M, 1, dc, lc, A, la, 1, db, lb);
+            ctx->backend->gemm_batched2(true, ta, Bn, H, g.N, g.K, g.M, 1, dc, lc, A, la, 1, db, lb);
         return;
     }
-    if (ctx->kernels != QKV_KERNELS_REF && g.b_batch == g.batch) { /* one b per entry: independent products */
+    if (ctx->backend->gemm_batched && g.b_batch == g.batch) { /* one b per entry: independent products */
         const qkv_real *A = qkv__data(a), *B = qkv__data(b);
         const int64_t c_size = g.M * g.N;
         if (da && !ta) /* dA (M,K) += dC (M,N) op(B)^T */
-            qkv_gemm_batched(false, !tb, g.batch, g.M, g.K, g.N, 1, dc, g.N, c_size, B, g.b_cols, b_size, 1, da,
+            ctx->backend->gemm_batched(false, !tb, g.batch, g.M, g.K, g.N, 1, dc, g.N, c_size, B, g.b_cols, b_size, 1, da,
                              g.a_cols, a_size);
         else if (da) /* a = A^T: da (K,M) += op(B) dC^T */
-            qkv_gemm_batched(tb, true, g.batch, g.K, g.M, g.N, 1, B, g.b_cols, b_size, dc, g.N, c_size, 1, da,
+            ctx->backend->gemm_batched(tb, true, g.batch, g.K, g.M, g.N, 1, B, g.b_cols, b_size, dc, g.N, c_size, 1, da,
                              g.a_cols, a_size);
         if (db && !tb) /* dB (K,N) += op(A)^T dC */
-            qkv_gemm_batched(!ta, false, g.batch, g.K, g.N, g.M, 1, A, g.a_cols, a_size, dc, g.N, c_size, 1, db,
+            ctx->backend->gemm_batched(!ta, false, g.batch, g.K, g.N, g.M, 1, A, g.a_cols, a_size, dc, g.N, c_size, 1, db,
                              g.b_cols, b_size);
         else if (db) /* b = B^T: db (N,K) += dC^T op(A) */
-            qkv_gemm_batched(true, ta, g.batch, g.N, g.K, g.M, 1, dc, g.N, c_size, A, g.a_cols, a_size, 1, db,
+            ctx->backend->gemm_batched(true, ta, g.batch, g.N, g.K, g.M, 1, dc, g.N, c_size, A, g.a_cols, a_size, 1, db,
                              g.b_cols, b_size);
         return;
     }
@@ -247,7 +246,7 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     /* Per-head products read a 4-D b (B, H, K, N) where it is when it is a head view (e.g. the
      * value columns of a projection): no copy, its gradient goes straight back there. */
     qkv__mat_layout lb;
-    const bool b_in_place = ctx->kernels != QKV_KERNELS_REF && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
+    const bool b_in_place = ctx->backend->gemm_batched2 && a->ndim == 4 && b->ndim == 4 && g.b_batch == g.batch &&
                             qkv__head_layout(b, &lb);
     a = qkv__contig(ctx, a);
     if (!b_in_place) b = qkv__contig(ctx, b);
@@ -262,11 +261,11 @@ qkv_tensor *qkv_matmul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool trans_a,
     const int64_t a_size = g.a_rows * g.a_cols, b_size = g.b_rows * g.b_cols;
     if (b_in_place) {
         const int64_t H = a->shape[1];
-        qkv__gemm_batched2(trans_a, trans_b, a->shape[0], H, g.M, g.N, g.K, 1, qkv__data(a),
+        ctx->backend->gemm_batched2(trans_a, trans_b, a->shape[0], H, g.M, g.N, g.K, 1, qkv__data(a),
                            (qkv__mat_layout){g.a_cols, H * a_size, a_size}, qkv__data(b), lb, 0, qkv__data(c),
                            (qkv__mat_layout){g.N, H * g.M * g.N, g.M * g.N});
-    } else if (ctx->kernels != QKV_KERNELS_REF && (g.b_batch == g.batch || g.b_batch == 1)) {
-        qkv_gemm_batched(trans_a, trans_b, g.batch, g.M, g.N, g.K, 1, qkv__data(a), g.a_cols, a_size, qkv__data(b),
+    } else if (ctx->backend->gemm_batched && (g.b_batch == g.batch || g.b_batch == 1)) {
+        ctx->backend->gemm_batched(trans_a, trans_b, g.batch, g.M, g.N, g.K, 1, qkv__data(a), g.a_cols, a_size, qkv__data(b),
                          g.b_cols, g.b_batch == 1 ? 0 : b_size, 0, qkv__data(c), g.N, g.M * g.N);
     } else {
         gemm_fn gemm = pick_gemm(ctx);

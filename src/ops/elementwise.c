@@ -7,13 +7,14 @@
  * The gradient of b sums over the broadcast dims in a fixed order.
  */
 #include "../kernels/elementwise.h"
+#include "../kernels/backend.h"
 
 /* ---- unary ---------------------------------------------------------------------------------- */
 
 static void unary_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
-    qkv_elementwise_kernels_for(ctx)->unary_bwd((qkv_unary)e->i[0], qkv_tensor_numel(e->out), qkv__data(e->in[0]),
+    ctx->backend->elementwise->unary_bwd((qkv_unary)e->i[0], qkv_tensor_numel(e->out), qkv__data(e->in[0]),
                                                 qkv__data(e->out), (const qkv_real *)e->out->grad, dx);
 }
 
@@ -32,7 +33,7 @@ static qkv_tensor *unary(qkv_ctx *ctx, qkv_tensor *x, qkv_unary op) {
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
-    qkv_elementwise_kernels_for(ctx)->unary_fwd(op, qkv_tensor_numel(x), qkv__data(x), qkv__data(y));
+    ctx->backend->elementwise->unary_fwd(op, qkv_tensor_numel(x), qkv__data(x), qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, &unary_ops[op], y, 1, &x);
     if (e) e->i[0] = op;
     return y;
@@ -84,7 +85,7 @@ static void binary_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_bcast g;
     broadcast_geometry(ctx, e->op->name, e->in[0], e->in[1], &g);
     qkv_real *da = qkv__grad(ctx, e->in[0]), *db = qkv__grad(ctx, e->in[1]);
-    qkv_elementwise_kernels_for(ctx)->binary_bwd(e->i[0] != 0, &g, qkv__data(e->in[0]), qkv__data(e->in[1]),
+    ctx->backend->elementwise->binary_bwd(e->i[0] != 0, &g, qkv__data(e->in[0]), qkv__data(e->in[1]),
                                                  (const qkv_real *)e->out->grad, da, db);
 }
 
@@ -101,7 +102,7 @@ static qkv_tensor *binary(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b, bool mul) 
     if (ctx->status || !broadcast_geometry(ctx, name, a, b, &g)) return NULL;
     qkv_tensor *y = qkv__alloc_like(ctx, a);
     if (!y) return NULL;
-    qkv_elementwise_kernels_for(ctx)->binary_fwd(mul, &g, qkv__data(a), qkv__data(b), qkv__data(y));
+    ctx->backend->elementwise->binary_fwd(mul, &g, qkv__data(a), qkv__data(b), qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, mul ? &mul_op : &add_op, y, 2, (qkv_tensor *[]){a, b});
     if (e) e->i[0] = mul;
     return y;
@@ -115,7 +116,7 @@ qkv_tensor *qkv_mul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b) { return binary(
 static void scale_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
-    qkv_elementwise_kernels_for(ctx)->scale(qkv_tensor_numel(e->out), (qkv_real)e->f[0],
+    ctx->backend->elementwise->scale(qkv_tensor_numel(e->out), (qkv_real)e->f[0],
                                             (const qkv_real *)e->out->grad, dx, true);
 }
 
@@ -127,7 +128,7 @@ qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s) {
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
-    qkv_elementwise_kernels_for(ctx)->scale(qkv_tensor_numel(x), (qkv_real)s, qkv__data(x), qkv__data(y), false);
+    ctx->backend->elementwise->scale(qkv_tensor_numel(x), (qkv_real)s, qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &scale_op, y, 1, &x);
     if (e) e->f[0] = s;
     return y;
@@ -147,7 +148,7 @@ static void save_dropout(qkv_tape_entry *e, const qkv_ctx *ctx, double p, uint64
 
 /* dx (+)= keep dy / (1 - p) with the mask saved by save_dropout (= where overwrite). */
 static void replay_dropout(qkv_ctx *ctx, const qkv_tape_entry *e, const qkv_real *dy, qkv_real *dx, bool overwrite) {
-    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
+    ctx->backend->elementwise->dropout(qkv_tensor_numel(e->out), e->f[0], (uint64_t)e->i[0], (uint64_t)e->i[1],
                                               (uint64_t)e->i[2], false, dy, dx, !overwrite);
 }
 
@@ -169,7 +170,7 @@ qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
     const uint64_t stream = qkv__next_stream(ctx);
-    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, false,
+    ctx->backend->elementwise->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, false,
                                               qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &dropout_op, y, 1, &x);
     save_dropout(e, ctx, p, stream);
@@ -185,7 +186,7 @@ qkv_tensor *qkv_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
 static void relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
-    qkv_elementwise_kernels_for(ctx)->relu_dropout_bwd(qkv_tensor_numel(e->out), (qkv_real)(1.0 / (1.0 - e->f[0])),
+    ctx->backend->elementwise->relu_dropout_bwd(qkv_tensor_numel(e->out), (qkv_real)(1.0 / (1.0 - e->f[0])),
                                                        qkv__data(e->out), (const qkv_real *)e->out->grad, dx,
                                                        true);
 }
@@ -201,7 +202,7 @@ qkv_tensor *qkv_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, double p) {
     qkv_tensor *y = qkv__alloc_like(ctx, x);
     if (!y) return NULL;
     const uint64_t stream = qkv__next_stream(ctx);
-    qkv_elementwise_kernels_for(ctx)->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, true,
+    ctx->backend->elementwise->dropout(qkv_tensor_numel(x), p, ctx->seed, ctx->step, stream, true,
                                               qkv__data(x), qkv__data(y), false);
     qkv_tape_entry *e = qkv__record(ctx, &relu_dropout_op, y, 1, &x);
     if (e) e->f[0] = p;
@@ -219,7 +220,7 @@ static void add_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const qkv_real *dy = (const qkv_real *)e->out->grad;
     bool x_fresh, f_fresh;
     qkv_real *dx = qkv__grad_into(ctx, e->in[0], &x_fresh), *df = qkv__grad_into(ctx, e->in[1], &f_fresh);
-    if (dx) qkv_elementwise_kernels_for(ctx)->scale(n, 1, dy, dx, !x_fresh);
+    if (dx) ctx->backend->elementwise->scale(n, 1, dy, dx, !x_fresh);
     if (df) replay_dropout(ctx, e, dy, df, f_fresh);
 }
 
@@ -243,7 +244,7 @@ qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p
     const uint64_t stream = qkv__next_stream(ctx);
     memcpy(qkv__data(y), qkv__data(x), sizeof(qkv_real) * (size_t)n);
     /* y += keep ? f / (1 - p) : 0, i.e. x + dropout(f) with the same rounding */
-    qkv_elementwise_kernels_for(ctx)->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(y),
+    ctx->backend->elementwise->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(y),
                                               true);
     qkv_tape_entry *e = qkv__record(ctx, &add_dropout_op, y, 2, (qkv_tensor *[]){x, f});
     save_dropout(e, ctx, p, stream);
@@ -267,7 +268,7 @@ qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, do
     if (!y) return NULL;
     const int64_t n = qkv_tensor_numel(x);
     const uint64_t stream = qkv__next_stream(ctx);
-    const qkv_elementwise_kernels *ew = qkv_elementwise_kernels_for(ctx);
+    const qkv_elementwise_kernels *ew = ctx->backend->elementwise;
     /* f = keep ? f / (1 - p) : 0 in place, then f += x: dropout(f) + x, which is x + dropout(f)
      * (addition commutes exactly), qkv_add_dropout's value */
     ew->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(f), false);
@@ -298,7 +299,7 @@ static qkv_tensor *reduce(qkv_ctx *ctx, qkv_tensor *x, bool mean) {
     if (!y) return NULL;
     const int64_t n = qkv_tensor_numel(x);
     const double factor = mean ? (n ? 1.0 / (double)n : 0.0) : 1.0;
-    qkv__data(y)[0] = (qkv_real)(qkv_elementwise_kernels_for(ctx)->sum(n, qkv__data(x)) * factor);
+    qkv__data(y)[0] = (qkv_real)(ctx->backend->elementwise->sum(n, qkv__data(x)) * factor);
     qkv_tape_entry *e = qkv__record(ctx, mean ? &mean_op : &sum_op, y, 1, &x);
     if (e) e->f[0] = factor;
     return y;

@@ -8,12 +8,13 @@
  * Saved for backward: ids (saved[0]); the table is the tape entry's input.
  */
 #include "../kernels/embedding.h"
+#include "../kernels/backend.h"
 
 static void embedding_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dtable = qkv__grad(ctx, e->in[0]);
     if (!dtable) return;
     const qkv_tensor *ids = e->saved[0];
-    qkv_embedding_kernels_for(ctx)->bwd(qkv_tensor_numel(ids), e->in[0]->shape[0],
+    ctx->backend->embedding->bwd(qkv_tensor_numel(ids), e->in[0]->shape[0],
                                         e->in[0]->shape[1], qkv__idata(ids),
                                         (const qkv_real *)e->out->grad, dtable);
 }
@@ -54,7 +55,7 @@ qkv_tensor *qkv_embedding(qkv_ctx *ctx, qkv_tensor *table, qkv_tensor *ids) {
     shape[ids->ndim] = C;
     qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, ids->ndim + 1, shape); /* (..., C) */
     if (!y) return NULL;
-    qkv_embedding_kernels_for(ctx)->fwd(n, C, qkv__data(table), id, qkv__data(y));
+    ctx->backend->embedding->fwd(n, C, qkv__data(table), id, qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, &embedding_op, y, 1, &table);
     if (e) e->saved[0] = ids;
     return y;

@@ -15,6 +15,7 @@
  * (or p = 0) the same holds with p = 0. Saved: nothing beyond y and the inputs.
  */
 #include "../kernels/elementwise.h"
+#include "../kernels/backend.h"
 
 static void linear_relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;
@@ -22,7 +23,7 @@ static void linear_relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const size_t bytes = (size_t)n * sizeof(qkv_real);
     qkv_real *dpre = qkv__grad_scratch(ctx, bytes); /* (..., O) */
     if (!dpre) return;
-    qkv_elementwise_kernels_for(ctx)->relu_dropout_bwd(n, (qkv_real)(1.0 / (1.0 - e->f[0])), qkv__data(e->out),
+    ctx->backend->elementwise->relu_dropout_bwd(n, (qkv_real)(1.0 / (1.0 - e->f[0])), qkv__data(e->out),
                                                        (const qkv_real *)e->out->grad, dpre, false);
     qkv__linear_grads(ctx, x, w, b, dpre);
     qkv__grad_scratch_release(ctx, dpre, bytes);
@@ -36,7 +37,7 @@ qkv_tensor *qkv_linear_relu_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *wei
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "linear_relu_dropout: p = %g is not in [0, 1)", p);
     qkv_tensor *y = qkv__linear_compute(ctx, "linear_relu_dropout", &x, &weight, &bias); /* (..., O) */
     if (!y) return NULL;
-    const qkv_elementwise_kernels *kern = qkv_elementwise_kernels_for(ctx);
+    const qkv_elementwise_kernels *kern = ctx->backend->elementwise;
     const int64_t n = qkv_tensor_numel(y);
     const bool dropout_on = ctx->training && p > 0;
     if (dropout_on) /* in place: element i is read, then written */

@@ -15,6 +15,7 @@
  * which softmax is recomputed; the logits are the tape entry's input.
  */
 #include "../kernels/loss.h"
+#include "../kernels/backend.h"
 
 static void cross_entropy_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
@@ -22,7 +23,7 @@ static void cross_entropy_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     if (!dx || n_valid == 0) return;
     const qkv_tensor *x = e->in[0];
     const double scale = (double)((const qkv_real *)e->out->grad)[0] / (double)n_valid;
-    qkv_loss_kernels_for(ctx)->ce_bwd(x->shape[0], x->shape[1], qkv__data(x),
+    ctx->backend->loss->ce_bwd(x->shape[0], x->shape[1], qkv__data(x),
                                       qkv__idata(e->saved[0]), (int32_t)e->i[0], e->f[0],
                                       (const double *)e->saved[1]->data, scale, dx);
 }
@@ -68,7 +69,7 @@ qkv_tensor *qkv_cross_entropy(qkv_ctx *ctx, qkv_tensor *logits, qkv_tensor *targ
     qkv_tensor *lse = qkv__alloc(ctx, QKV_F64, 1, &N);     /* (N) */
     double *row_loss = qkv__scratch(ctx, sizeof(double) * (size_t)(N ? N : 1));
     if (!loss || !lse || !row_loss) return NULL;
-    qkv_loss_kernels_for(ctx)->ce_fwd(N, V, qkv__data(logits), t, ignore_index, label_smoothing,
+    ctx->backend->loss->ce_fwd(N, V, qkv__data(logits), t, ignore_index, label_smoothing,
                                       (double *)lse->data, row_loss);
     double total = 0; /* rows in order: the same sum for every kernel set and thread count */
     for (int64_t r = 0; r < N; r++)

@@ -16,6 +16,7 @@
  * a gradient, in one pass per row (kernels/norm.h add_fwd) with the bits of the two ops.
  */
 #include "../kernels/norm.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -25,7 +26,7 @@ static void norm_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     bool fresh;
     qkv_real *dx = qkv__grad_into(ctx, x, &fresh), *dw = qkv__grad(ctx, w), *db = qkv__grad(ctx, b);
     if (ctx->status || (!dx && !dw && !db)) return;
-    const qkv_norm_kernels *k = qkv_norm_kernels_for(ctx);
+    const qkv_norm_kernels *k = ctx->backend->norm;
     const int64_t N = qkv__rows(x), C = qkv__last(x);
     const size_t scratch_bytes = dw || db ? k->bwd_scratch(N, C) : 0;
     double *scratch = scratch_bytes ? qkv__scratch(ctx, scratch_bytes) : NULL;
@@ -74,7 +75,7 @@ static qkv_tensor *norm(qkv_ctx *ctx, bool center, qkv_tensor *x, qkv_tensor *we
     qkv_tensor *mean = center ? qkv__alloc(ctx, QKV_F64, 1, &N) : NULL; /* (N) */
     qkv_tensor *rstd = qkv__alloc(ctx, QKV_F64, 1, &N);                 /* (N) */
     if (!y || !rstd || (center && !mean)) return NULL;
-    qkv_norm_kernels_for(ctx)->fwd(center, N, C, eps, qkv__data(x),
+    ctx->backend->norm->fwd(center, N, C, eps, qkv__data(x),
                                    weight ? qkv__data(weight) : NULL, bias ? qkv__data(bias) : NULL,
                                    qkv__data(y), mean ? (double *)mean->data : NULL,
                                    (double *)rstd->data);
@@ -117,7 +118,7 @@ qkv_tensor *qkv__add_layernorm_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, 
     x = qkv__contig(ctx, x);
     qkv_tensor *y = x ? qkv__alloc_like(ctx, x) : NULL; /* (..., C) */
     if (!y) return NULL;
-    qkv_norm_kernels_for(ctx)->add_fwd(true, qkv__rows(x), C, eps, qkv__data(x), qkv__data(f),
+    ctx->backend->norm->add_fwd(true, qkv__rows(x), C, eps, qkv__data(x), qkv__data(f),
                                        weight ? qkv__data(weight) : NULL,
                                        bias ? qkv__data(bias) : NULL, qkv__data(y));
     return y;

@@ -15,6 +15,7 @@
  * (offset and base are attributes of the tape entry); the backward recomputes the angles.
  */
 #include "../kernels/posenc.h"
+#include "../kernels/backend.h"
 
 static bool rope_run(qkv_ctx *ctx, const qkv_tensor *shape_of, int64_t offset, double base,
                      bool inverse, const qkv_real *x, qkv_real *y, bool accumulate) {
@@ -24,7 +25,7 @@ static bool rope_run(qkv_ctx *ctx, const qkv_tensor *shape_of, int64_t offset, d
     const int64_t N = numel / (T * D);
     qkv_real *table = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)(T * D));
     if (!table) return false;
-    qkv_posenc_kernels_for(ctx)->rope(N, T, D, offset, base, inverse, x, y, accumulate, table);
+    ctx->backend->posenc->rope(N, T, D, offset, base, inverse, x, y, accumulate, table);
     return true;
 }
 

@@ -19,6 +19,7 @@
  * The fast kernels group keys by clipped distance so each product is one GEMM (kernels/posenc.h).
  */
 #include "../kernels/posenc.h"
+#include "../kernels/backend.h"
 
 #include <limits.h>
 
@@ -74,7 +75,7 @@ static void shaw_scores_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     if (!dq && !drel) return;
     qkv_real *scratch = shaw_scratch(ctx, "shaw_scores", &g, 1);
     if (!scratch) return;
-    qkv_posenc_kernels_for(ctx)->shaw_scores_bwd(&g, qkv__data(q), qkv__data(rel_k),
+    ctx->backend->posenc->shaw_scores_bwd(&g, qkv__data(q), qkv__data(rel_k),
                                                  (const qkv_real *)e->out->grad, dq, drel, scratch);
 }
 
@@ -111,7 +112,7 @@ qkv_tensor *qkv_shaw_scores_at(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *rel_k, i
     const qkv_shaw_geom g = scores_geom(q, rel_k, S, query_offset);
     qkv_real *scratch = shaw_scratch(ctx, "shaw_scores", &g, 1);
     if (!scratch) return NULL;
-    qkv_posenc_kernels_for(ctx)->shaw_scores_fwd(&g, qkv__data(q), qkv__data(rel_k), qkv__data(e),
+    ctx->backend->posenc->shaw_scores_fwd(&g, qkv__data(q), qkv__data(rel_k), qkv__data(e),
                                                  scratch);
     qkv_tape_entry *te = qkv__record(ctx, &shaw_scores_op, e, 2, (qkv_tensor *[]){q, rel_k});
     if (te) te->i[0] = query_offset;
@@ -136,7 +137,7 @@ static void shaw_values_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     if (!da && !drel) return;
     qkv_real *scratch = shaw_scratch(ctx, "shaw_values", &g, 2);
     if (!scratch) return;
-    qkv_posenc_kernels_for(ctx)->shaw_values_bwd(&g, qkv__data(a), qkv__data(rel_v),
+    ctx->backend->posenc->shaw_values_bwd(&g, qkv__data(a), qkv__data(rel_v),
                                                  (const qkv_real *)e->out->grad, da, drel, scratch);
 }
 
@@ -170,7 +171,7 @@ qkv_tensor *qkv_shaw_values_at(qkv_ctx *ctx, qkv_tensor *weights, qkv_tensor *re
     const qkv_shaw_geom g = values_geom(weights, rel_v, query_offset);
     qkv_real *scratch = shaw_scratch(ctx, "shaw_values", &g, 1);
     if (!scratch) return NULL;
-    qkv_posenc_kernels_for(ctx)->shaw_values_fwd(&g, qkv__data(weights), qkv__data(rel_v),
+    ctx->backend->posenc->shaw_values_fwd(&g, qkv__data(weights), qkv__data(rel_v),
                                                  qkv__data(o), scratch);
     qkv_tape_entry *te = qkv__record(ctx, &shaw_values_op, o, 2, (qkv_tensor *[]){weights, rel_v});
     if (te) te->i[0] = query_offset;

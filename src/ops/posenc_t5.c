@@ -19,6 +19,7 @@
  * diagonal j - i is computed once in the forward (T + S - 1 values) and kept for the backward.
  */
 #include "../kernels/posenc.h"
+#include "../kernels/backend.h"
 
 #include <limits.h>
 
@@ -60,7 +61,7 @@ static void t5_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     double *scratch =
         qkv__scratch(ctx, sizeof(double) * (size_t)(g->H * (g->T + g->S - 1 + g->num_buckets)));
     if (!scratch) return;
-    qkv_posenc_kernels_for(ctx)->t5_bwd(g, (const qkv_real *)e->out->grad, dtable, scratch);
+    ctx->backend->posenc->t5_bwd(g, (const qkv_real *)e->out->grad, dtable, scratch);
 }
 
 static const qkv_op_desc t5_bias_op = {"t5_bias", t5_backward};
@@ -104,7 +105,7 @@ qkv_tensor *qkv_t5_bias_at(qkv_ctx *ctx, qkv_tensor *table, int64_t T, int64_t S
                        .max_distance = max_distance,
                        .bidirectional = bidirectional,
                        .bucket = bucket};
-    if (ndiag) qkv_posenc_kernels_for(ctx)->t5_fwd(g, qkv__data(table), qkv__data(bias));
+    if (ndiag) ctx->backend->posenc->t5_fwd(g, qkv__data(table), qkv__data(bias));
     qkv_tape_entry *e = qkv__record(ctx, &t5_bias_op, bias, 1, &table);
     if (e) e->extra = g;
     return bias;

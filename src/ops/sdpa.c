@@ -21,13 +21,14 @@
  * problem; backward regenerates the mask from it, as qkv_dropout's backward does.
  */
 #include "../kernels/sdpa.h"
+#include "../kernels/backend.h"
 
 static void sdpa_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const qkv_sdpa_problem *p = e->extra;
     qkv_real *dq = qkv__grad(ctx, e->in[0]), *dk = qkv__grad(ctx, e->in[1]);
     qkv_real *dv = qkv__grad(ctx, e->in[2]);
     if (!dq && !dk && !dv) return;
-    qkv_sdpa_kernels_for(ctx)->bwd(ctx, p, qkv__data(e->in[0]), qkv__data(e->in[1]),
+    ctx->backend->sdpa->bwd(ctx, p, qkv__data(e->in[0]), qkv__data(e->in[1]),
                                    qkv__data(e->in[2]), qkv__data(e->out), qkv__data(e->saved[0]),
                                    (const qkv_real *)e->out->grad, dq, dk, dv);
 }
@@ -137,7 +138,7 @@ qkv_tensor *qkv_sdpa_dropout(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_ten
     qkv_tensor *o = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){B, H, T, p.Dv}); /* (B, H, T, Dv) */
     qkv_tensor *lse = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){B, H, T});     /* (B, H, T) */
     if (!o || !lse) return NULL;
-    if (!qkv_sdpa_kernels_for(ctx)->fwd(ctx, &p, qkv__data(q), qkv__data(k), qkv__data(v),
+    if (!ctx->backend->sdpa->fwd(ctx, &p, qkv__data(q), qkv__data(k), qkv__data(v),
                                         qkv__data(o), qkv__data(lse)))
         return NULL;
     qkv_tape_entry *e = qkv__record(ctx, &sdpa_op, o, 3, (qkv_tensor *[]){q, k, v});

@@ -29,6 +29,7 @@
  */
 #include "../kernels/attention.h"
 #include "../kernels/elementwise.h"
+#include "../kernels/backend.h"
 
 #include <limits.h>
 
@@ -51,19 +52,19 @@ static qkv_attn_dims weight_dims(const qkv_attn_dims *d) {
 }
 
 /* c (B, H, M, N) (+)= op(a) op(b) per head, with the products qkv_matmul makes for 4-D operands:
- * qkv__gemm_batched2 on the fast kernels, one reference GEMM per head on the reference ones
+ * the backend's head-view batches where it has them, its gemm per head otherwise
  * (q, k and v contiguous there; o contiguous or merged). */
 static void head_products(const qkv_ctx *ctx, bool ta, bool tb, int64_t B, int64_t H, int64_t M,
                           int64_t N, int64_t K, const qkv_real *a, qkv__mat_layout la,
                           const qkv_real *b, qkv__mat_layout lb, qkv_real beta, qkv_real *c,
                           qkv__mat_layout lc) {
-    if (ctx->kernels != QKV_KERNELS_REF) {
-        qkv__gemm_batched2(ta, tb, B, H, M, N, K, 1, a, la, b, lb, beta, c, lc);
+    if (ctx->backend->gemm_batched2) {
+        ctx->backend->gemm_batched2(ta, tb, B, H, M, N, K, 1, a, la, b, lb, beta, c, lc);
         return;
     }
     for (int64_t i = 0; i < B; i++)
         for (int64_t h = 0; h < H; h++)
-            qkv_gemm_ref(ta, tb, M, N, K, 1, a + i * la.outer + h * la.inner, la.ld, b + i * lb.outer + h * lb.inner,
+            ctx->backend->gemm(ta, tb, M, N, K, 1, a + i * la.outer + h * la.inner, la.ld, b + i * lb.outer + h * lb.inner,
                          lb.ld, beta, c + i * lc.outer + h * lc.inner, lc.ld);
 }
 
@@ -75,7 +76,7 @@ static qkv__mat_layout contiguous_layout(int64_t H, int64_t rows, int64_t cols) 
 /* a' = dropout(a) into out, as qkv_dropout draws it (nothing to do without dropout). */
 static void drop_weights(const qkv_ctx *ctx, const weights_saved *w, int64_t n, const qkv_real *a,
                          qkv_real *out) {
-    qkv_elementwise_kernels_for(ctx)->dropout(n, w->p, w->seed, w->step, w->stream, false, a, out,
+    ctx->backend->elementwise->dropout(n, w->p, w->seed, w->step, w->stream, false, a, out,
                                               false);
 }
 
@@ -107,7 +108,7 @@ static void weights_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     }
     if (dv) /* dV += a'^T dO */
         head_products(ctx, true, false, B, H, S, w->Dv, T, ad, la, dout, lo, 1, dv, w->lv);
-    const qkv_elementwise_kernels *ew = qkv_elementwise_kernels_for(ctx);
+    const qkv_elementwise_kernels *ew = ctx->backend->elementwise;
     if (dq || dk) {
         /* dA' = dO V^T, summed into zeros as the composition's gradient buffer is */
         memset(y, 0, sizeof(qkv_real) * (size_t)n);
@@ -117,10 +118,10 @@ static void weights_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
             ew->dropout(n, w->p, w->seed, w->step, w->stream, false, y, z, true);
         }
         memset(x, 0, sizeof(qkv_real) * (size_t)n); /* dE (a' is no longer needed) */
-        qkv_attention_kernels_for(ctx)->normalize_bwd(&wd, QKV_NORM_SOFTMAX,
+        ctx->backend->attention->normalize_bwd(&wd, QKV_NORM_SOFTMAX,
                                                       w->has_mask ? &w->mask : NULL, a, a, NULL,
                                                       z, x);
-        qkv_attention_kernels_for(ctx)->dot_bwd(d, w->alpha, qkv__data(q), qkv__data(k), x, dq,
+        ctx->backend->attention->dot_bwd(d, w->alpha, qkv__data(q), qkv__data(k), x, dq,
                                                 dk);
     }
     if (drop) qkv__grad_scratch_release(ctx, z, bytes);
@@ -162,7 +163,7 @@ static qkv_tensor *sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_
     /* q, k (and v on the fast kernels) are read where they are when they are head views, as
      * qkv_attn_scores and qkv_matmul read them; anything else is made contiguous first */
     qkv__mat_layout l;
-    const bool ref = ctx->kernels == QKV_KERNELS_REF;
+    const bool ref = !ctx->backend->gemm_batched2; /* v is read in place only by those products */
     if (!qkv__head_layout(q, &l)) q = qkv__contig(ctx, q);
     if (!qkv__head_layout(k, &l)) k = qkv__contig(ctx, k);
     if (ref || !qkv__head_layout(v, &l)) v = qkv__contig(ctx, v);
@@ -189,7 +190,7 @@ static qkv_tensor *sdpa_weights(qkv_ctx *ctx, qkv_tensor *q, qkv_tensor *k, qkv_
     const size_t bytes = sizeof(qkv_real) * (size_t)n;
     qkv_real *x = a && o ? qkv__grad_scratch(ctx, bytes) : NULL; /* e, then a' */
     if (!x) return NULL;
-    const qkv_attention_kernels *kern = qkv_attention_kernels_for(ctx);
+    const qkv_attention_kernels *kern = ctx->backend->attention;
     const qkv_attn_dims wd = weight_dims(&w.scores);
     kern->dot_fwd(&w.scores, w.alpha, qkv__data(q), qkv__data(k), x);
     kern->normalize_fwd(&wd, QKV_NORM_SOFTMAX, mask, x, qkv__data(a), NULL);

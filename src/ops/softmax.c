@@ -12,12 +12,13 @@
  * no gradient and refuses to run on inputs that require one.
  */
 #include "../kernels/softmax.h"
+#include "../kernels/backend.h"
 
 static void softmax_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
     if (!dx) return;
     const qkv_tensor *y = e->out;
-    qkv_softmax_kernels_for(ctx)->bwd(e->i[0] != 0, qkv__rows(y), qkv__last(y), qkv__data(y),
+    ctx->backend->softmax->bwd(e->i[0] != 0, qkv__rows(y), qkv__last(y), qkv__data(y),
                                       (const qkv_real *)y->grad, dx);
 }
 
@@ -35,7 +36,7 @@ static qkv_tensor *softmax(qkv_ctx *ctx, qkv_tensor *x, bool log_) {
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc_like(ctx, x); /* (..., C) */
     if (!y) return NULL;
-    qkv_softmax_kernels_for(ctx)->fwd(log_, qkv__rows(x), qkv__last(x), qkv__data(x), qkv__data(y));
+    ctx->backend->softmax->fwd(log_, qkv__rows(x), qkv__last(x), qkv__data(x), qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, desc, y, 1, &x);
     if (e) e->i[0] = log_;
     return y;
@@ -59,6 +60,6 @@ qkv_tensor *qkv_argmax(qkv_ctx *ctx, qkv_tensor *x) {
     x = qkv__contig(ctx, x);
     qkv_tensor *y = qkv__alloc(ctx, QKV_I32, x->ndim - 1, x->shape); /* (...) */
     if (!y) return NULL;
-    qkv_softmax_kernels_for(ctx)->argmax(qkv__rows(x), qkv__last(x), qkv__data(x), qkv__idata(y));
+    ctx->backend->softmax->argmax(qkv__rows(x), qkv__last(x), qkv__data(x), qkv__idata(y));
     return y;
 }

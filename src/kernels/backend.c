@@ -1,0 +1,39 @@
+/* backend.c: the two backends' tables (backend.h) and the choice between them. */
+#include "backend.h"
+
+const qkv_backend qkv_backend_cpu = {
+    .name = "cpu",
+    .kind = QKV_KERNELS_FAST,
+    .elementwise = &qkv_elementwise_cpu,
+    .norm = &qkv_norm_cpu,
+    .softmax = &qkv_softmax_cpu,
+    .attention = &qkv_attention_cpu,
+    .sdpa = &qkv_sdpa_cpu,
+    .loss = &qkv_loss_cpu,
+    .embedding = &qkv_embedding_cpu,
+    .posenc = &qkv_posenc_cpu,
+    .gemm = qkv_gemm,
+    .gemm_batched = qkv_gemm_batched,
+    .gemm_batched2 = qkv__gemm_batched2,
+    .linear_bias = qkv__gemm_nt_bias,
+    .attend_cached = qkv__attend_cached,
+    .weight_panels = true,
+};
+
+const qkv_backend qkv_backend_ref = {
+    .name = "ref",
+    .kind = QKV_KERNELS_REF,
+    .elementwise = &qkv_elementwise_ref,
+    .norm = &qkv_norm_ref,
+    .softmax = &qkv_softmax_ref,
+    .attention = &qkv_attention_ref,
+    .sdpa = &qkv_sdpa_ref,
+    .loss = &qkv_loss_ref,
+    .embedding = &qkv_embedding_ref,
+    .posenc = &qkv_posenc_ref,
+    .gemm = qkv_gemm_ref,
+};
+
+const qkv_backend *qkv__backend_of(qkv_kernels kind) {
+    return kind == QKV_KERNELS_REF ? &qkv_backend_ref : &qkv_backend_cpu;
+}

@@ -10,7 +10,7 @@
  * blocked fallback (qkv_gemm_blocked), and the ratio qkv / cblas. A benchmark, not a test.
  * --decode: the shapes of a config-B decoding step instead (M = 1, 4, 16 rows, one per
  * hypothesis, against each weight of a decoder layer and the output projection), where qkv_gemm
- * takes the small-M kernel (src/kernels/gemm_small_m.c) on AVX2 / FMA CPUs.
+ * takes the small-M kernel (src/kernels/gemm/gemm_small_m.c) on AVX2 / FMA CPUs.
  *
  *   build/release/bench_gemm --decode-step [--threads N] [--lanes 8|16]
  *
@@ -19,7 +19,7 @@
  * feed-forward up / down) and the output projection, 26 M floats (104 MB, far past the caches) in
  * separate 64-byte-aligned buffers, x W^T through each in turn with M = 1, 4 and 16 rows; qkv_gemm
  * (the small-M kernel at these M: 1, 4, 8, 16 and 80 rows) and cblas_sgemm alternate, and on
- * CPUs that run them the weight panels (src/kernels/gemm_panels.c) from copies filled beforehand,
+ * CPUs that run them the weight panels (src/kernels/gemm/gemm_panels.c) from copies filled beforehand,
  * as a session's steps after its first two read them; 3 warm-up passes, then the median of 15
  * passes: ms per pass, GB/s of weights, GFLOP/s (BENCHMARKS.md).
  *
@@ -35,7 +35,7 @@
  *
  *   build/release/bench_gemm --packed [--threads N]
  *
- * Where the packed AVX-512 GEMM pays (src/kernels/gemm_packed.c; CPUs with AVX-512F): the
+ * Where the packed AVX-512 GEMM pays (src/kernels/gemm/gemm_packed.c; CPUs with AVX-512F): the
  * products of a config-B, S and GPT-2 training step (forward x W^T, backward dY W and dY^T X)
  * and smaller ones near its thresholds, qkv_gemm with the packed GEMM off (OpenBLAS in
  * qkv_gemm's tiles; qkv__gemm_packed_enable) against on, alternating, operands in cache; the
@@ -65,7 +65,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
-#include "core/internal.h" /* the small-M kernel and its switch (--few-rows) */
+#include "kernels/gemm/gemm.h" /* the small-M kernel and its switch (--few-rows) */
 
 static const char ME[] = "bench_gemm"; /* the program in option messages */
 
@@ -328,7 +328,7 @@ static int packed_modes(void) {
  * session's weight copies), the copy's threads split by C's columns and by its rows, alternating,
  * operands in cache: config S's decoder weights at 64 (greedy) to 480 rows (beam 5 is 320), config
  * B's at 400 (beam 5 of 80 sentences). The median of 7 samples of each and the time packing W
- * divided by the copy's time in the faster split (src/kernels/weight_copies.c). */
+ * divided by the copy's time in the faster split (src/kernels/gemm/weight_copies.c). */
 static int packed_copy(void) {
 #ifndef QKV_DOUBLE
     if (!qkv__gemm_packed_available()) {

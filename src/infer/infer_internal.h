@@ -10,6 +10,7 @@
 #define QKV_INFER_INTERNAL_H
 
 #include "../nn/nn_internal.h"
+#include "../kernels/gemm/gemm.h"
 #include "qkv/qkv_decode.h"
 
 /* ---- session ----------------------------------------------------------------------------------
@@ -48,7 +49,7 @@ struct qkv_session {
     int32_t n_src;                   /* cross-cache rows filled (the encoded batch) */
     unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;
-    qkv__panels *panels; /* the weight panels (p.weight_panels, kernels/gemm_panels.c), or NULL */
+    qkv__panels *panels; /* the weight panels (p.weight_panels, kernels/gemm/gemm_panels.c), or NULL */
 };
 
 /* Point the cache headers at the current layout: n rows (all max_rows self-cache rows once

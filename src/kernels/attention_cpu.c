@@ -20,6 +20,7 @@
  * any thread count.
  */
 #include "attention.h"
+#include "gemm/gemm.h"
 #include "rowreduce.h"
 
 #include <string.h>

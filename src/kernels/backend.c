@@ -1,5 +1,6 @@
 /* backend.c: the two backends' tables (backend.h) and the choice between them. */
 #include "backend.h"
+#include "gemm/gemm.h"
 
 const qkv_backend qkv_backend_cpu = {
     .name = "cpu",

@@ -216,6 +216,7 @@ static void binary_bwd(bool mul, const qkv_bcast *g, const qkv_real *a, const qk
      * thread; otherwise rows in order (the summation order of the reference, any thread count) */
     bool b_full = true;
     for (int d = 0; d < 4; d++) b_full &= g->shape[d] == 1 || g->bstride[d] != 0;
+    (void)b_full; /* read by the OpenMP clause only */
     if (db)
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (b_full && R * L > 4 * QKV_CHUNK)

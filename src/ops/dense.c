@@ -8,6 +8,7 @@
  */
 #include "../core/internal.h"
 #include "../kernels/backend.h"
+#include "../kernels/gemm/gemm.h"
 
 #include <limits.h>
 

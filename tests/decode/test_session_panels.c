@@ -1,6 +1,6 @@
 /*
  * test_session_panels.c: decoding with the sessions' weight panels (qkv_session_params.
- * weight_panels, src/kernels/gemm_panels.c) gives the bits of decoding without them.
+ * weight_panels, src/kernels/gemm/gemm_panels.c) gives the bits of decoding without them.
  *
  *   - greedy (12 rows, fewer as hypotheses end at EOS: the steps cross the panels' 8-row
  *     threshold) and beam 4 (48 rows) on an encoder-decoder whose decoder weights the panels

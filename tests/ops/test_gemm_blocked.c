@@ -11,7 +11,7 @@
  *   sit at other micro-tile positions, in other tiles) is bit-identical to the same elements of
  *   the full product; the property that makes results independent of the thread count, which is
  *   then checked directly for 1 and 2 threads.
- * The block sizes (src/kernels/gemm.c): micro-tile 4 x 8 (float) / 4 x 4 (double), KC = 256,
+ * The block sizes (src/kernels/gemm/gemm.c): micro-tile 4 x 8 (float) / 4 x 4 (double), KC = 256,
  * MC = NC = 128 (float) / 64 (double); above m n k = 2^18 threads take tiles of at most 256 x 512.
  */
 #include "testutil.h"

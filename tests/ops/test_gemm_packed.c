@@ -1,5 +1,5 @@
 /*
- * test_gemm_packed.c: qkv's packed AVX-512 GEMM (src/kernels/gemm_packed.c), which qkv_gemm takes
+ * test_gemm_packed.c: qkv's packed AVX-512 GEMM (src/kernels/gemm/gemm_packed.c), which qkv_gemm takes
  * for large float products on CPUs with AVX-512F.
  *
  * - Exactness: with small integer operands every product and partial sum is exact, so the
@@ -31,7 +31,7 @@
 #include <float.h>
 #include <pthread.h>
 
-#include "../../src/core/internal.h"
+#include "../../src/kernels/gemm/gemm.h"
 
 #ifndef QKV_DOUBLE
 #define NEED_KERNEL()                                                                                 \

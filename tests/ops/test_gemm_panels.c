@@ -1,5 +1,5 @@
 /*
- * test_gemm_panels.c: the weight panels (src/kernels/gemm_panels.c), y = x W^T (+ b) for the
+ * test_gemm_panels.c: the weight panels (src/kernels/gemm/gemm_panels.c), y = x W^T (+ b) for the
  * few rows of a decoding step from W repacked residue-major, against the small-M kernel on 16
  * lanes whose bits they must have.
  *
@@ -9,7 +9,7 @@
  *   tail, k in whole blocks of 16, with a tail and below 16 (residues with no terms), on 1 and 2
  *   threads; from panels being filled (pack) and from filled ones.
  * - Only y's n columns are written (a sentinel past them, in a wider buffer, stays).
- * - The store (qkv__panels_linear, src/kernels/weight_copies.c): declines where the rule does
+ * - The store (qkv__panels_linear, src/kernels/gemm/weight_copies.c): declines where the rule does
  *   not hold (rows below 8, a weight under 1 MiB, a product neither the small kernel nor the
  *   packed GEMM would take), fills a copy once and multiplies from it, and after
  *   qkv__panels_invalidate refills it from the weight's new values; beyond the small kernel's 96
@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #include "../../src/core/internal.h"
+#include "kernels/gemm/gemm.h"
 
 #ifndef QKV_DOUBLE
 #define NEED_PANELS()                                                                              \

@@ -1,5 +1,5 @@
 /*
- * test_gemm_small_m.c: the small-M kernel C = alpha A B^T + beta C (src/kernels/gemm_small_m.c),
+ * test_gemm_small_m.c: the small-M kernel C = alpha A B^T + beta C (src/kernels/gemm/gemm_small_m.c),
  * the product of a decoding step's linear layers, and qkv_gemm's use of it.
  *
  * - Exactness: with small integer operands every product and partial sum is exact, so whatever
@@ -26,6 +26,7 @@
 #include <float.h>
 
 #include "../../src/core/internal.h"
+#include "kernels/gemm/gemm.h"
 
 #ifndef QKV_DOUBLE
 #define NEED_KERNEL()                                                                             \

@@ -12,7 +12,7 @@
  *   bit-identical across thread counts. Details at its definition below.
  * - qkv_gemm_ref: the naive triple loop with a double accumulator, the test oracle.
  */
-#include "../core/internal.h"
+#include "gemm.h"
 
 #include <stdatomic.h>
 

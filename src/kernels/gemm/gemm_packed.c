@@ -63,7 +63,7 @@
  * so the hot loop never allocates. When it cannot be allocated, qkv__gemm_packed returns false and
  * the caller computes the product with BLAS.
  */
-#include "../core/internal.h"
+#include "gemm.h"
 
 #include <stdatomic.h>
 
@@ -72,8 +72,8 @@
 #include <immintrin.h>
 #include <pthread.h>
 
-#include "transpose16.h"
-#include "work_claim.h"
+#include "../transpose16.h"
+#include "../work_claim.h"
 #ifdef QKV_WITH_OPENMP
 #include <omp.h>
 #endif

@@ -45,7 +45,7 @@
  * slower from 32 rows when k = 64 (head-sized). Everything else, and builds
  * without BLAS, run as before (BLAS or the portable blocked GEMM).
  */
-#include "../core/internal.h"
+#include "gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
 #include <immintrin.h>

@@ -35,7 +35,7 @@
  * Panels in the packed GEMM's order (one sum per element over k) would move the decoding step's
  * products into another bits class (docs/design.md); the residue order keeps the class.
  */
-#include "../core/internal.h"
+#include "gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +46,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES) && !defined(QKV_DOUBLE)
 #include <immintrin.h>
 
-#include "transpose16.h"
-#include "work_claim.h"
+#include "../transpose16.h"
+#include "../work_claim.h"
 
 #define AVX512 __attribute__((target("avx512f")))
 

@@ -33,7 +33,7 @@
  * are written whole at once and read as streams. Memory: as much as the weights copied, for as
  * long as the session lives; where it cannot be had the product runs as without a store.
  */
-#include "../core/internal.h"
+#include "gemm.h"
 
 #include <stdlib.h>
 

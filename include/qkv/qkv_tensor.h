@@ -50,6 +50,11 @@ enum {
                                     biases and norm gains after qkv_params_add) */
 };
 
+/* Where a tensor's data and gradient live. Every backend so far computes on host memory; a device
+ * backend (CUDA) adds its constant, and an op refuses a tensor that is not on its context's
+ * backend's device. */
+typedef enum qkv_device { QKV_DEVICE_HOST = 0 } qkv_device;
+
 typedef struct qkv_tensor {
     qkv_dtype dtype;
     int32_t ndim;                 /* 0 .. QKV_MAX_DIMS; 0 is a scalar */
@@ -61,6 +66,7 @@ typedef struct qkv_tensor {
     const char *name;         /* parameters: the PyTorch state_dict key */
     struct qkv_tensor *base;  /* views: the tensor that owns the memory */
     int64_t offset;           /* views: element offset of data inside base->data */
+    qkv_device device;        /* QKV_DEVICE_HOST (zero) for every tensor so far */
 } qkv_tensor;
 
 QKV_API int64_t qkv_tensor_numel(const qkv_tensor *t);

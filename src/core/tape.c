@@ -8,6 +8,7 @@
  * Because every op appends after its inputs exist, reverse order is a valid topological order.
  */
 #include "internal.h"
+#include "../kernels/backend.h"
 
 bool qkv__op_begin(qkv_ctx *ctx, const char *op, const char *file, int line, int n,
                    qkv_tensor *const *in) {
@@ -19,6 +20,12 @@ bool qkv__op_begin(qkv_ctx *ctx, const char *op, const char *file, int line, int
     for (int i = 0; i < n; i++) {
         if (!in[i]) {
             qkv__fail(ctx, QKV_ERR_INVALID_ARG, file, line, "%s: input %d is NULL", op, i);
+            return false;
+        }
+        if (in[i]->device != ctx->backend->device) {
+            qkv__fail(ctx, QKV_ERR_INVALID_ARG, file, line,
+                      "%s: input %d is on device %d, the context's backend (%s) computes on device %d", op, i,
+                      (int)in[i]->device, ctx->backend->name, (int)ctx->backend->device);
             return false;
         }
     }

@@ -5,6 +5,7 @@
 const qkv_backend qkv_backend_cpu = {
     .name = "cpu",
     .kind = QKV_KERNELS_FAST,
+    .device = QKV_DEVICE_HOST,
     .elementwise = &qkv_elementwise_cpu,
     .norm = &qkv_norm_cpu,
     .softmax = &qkv_softmax_cpu,
@@ -24,6 +25,7 @@ const qkv_backend qkv_backend_cpu = {
 const qkv_backend qkv_backend_ref = {
     .name = "ref",
     .kind = QKV_KERNELS_REF,
+    .device = QKV_DEVICE_HOST,
     .elementwise = &qkv_elementwise_ref,
     .norm = &qkv_norm_ref,
     .softmax = &qkv_softmax_ref,

@@ -24,7 +24,8 @@
 
 typedef struct qkv_backend {
     const char *name;
-    qkv_kernels kind; /* what qkv_ctx_kernels reports */
+    qkv_kernels kind;  /* what qkv_ctx_kernels reports */
+    qkv_device device; /* where its kernels read and write: every op's tensors must be there */
     const qkv_elementwise_kernels *elementwise;
     const qkv_norm_kernels *norm;
     const qkv_softmax_kernels *softmax;

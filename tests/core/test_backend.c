@@ -3,7 +3,8 @@
  * entry; the context's kernels choose its backend and report it back; and a backend whose
  * optional entries are NULL (batched products, the fused linear bias) runs the ops down their
  * general paths with the same bits, forward and backward, as the backend that has them: what
- * a new backend may leave out at first without a wrong answer.
+ * a new backend may leave out at first without a wrong answer. An op refuses a tensor that is
+ * not on its backend's device.
  */
 #include "core/internal.h"
 #include "kernels/backend.h"
@@ -26,6 +27,19 @@ TEST(backend_tables_fill_every_required_entry) {
     CHECK(ctx->backend == &qkv_backend_ref && qkv_ctx_kernels(ctx) == QKV_KERNELS_REF);
     qkv_ctx_set_kernels(ctx, QKV_KERNELS_FAST);
     CHECK(ctx->backend == &qkv_backend_cpu && qkv_ctx_kernels(ctx) == QKV_KERNELS_FAST);
+    qkv_ctx_free(ctx);
+}
+
+TEST(ops_refuse_a_tensor_on_another_device) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *x = tu_rand(2, (int64_t[]){2, 3}, -1, 1, 5);
+    x->device = (qkv_device)1; /* a device no backend of this build has */
+    CHECK(qkv_relu(ctx, x) == NULL);
+    CHECK_ERR(qkv_ctx_status(ctx), QKV_ERR_INVALID_ARG, "relu: input 0 is on device 1, the context's backend");
+    x->device = QKV_DEVICE_HOST;
+    qkv_ctx_reset(ctx); /* clears the sticky error: the same tensor on the host is taken */
+    CHECK(qkv_relu(ctx, x) != NULL && qkv_ctx_status(ctx) == QKV_OK);
+    tu_free(x);
     qkv_ctx_free(ctx);
 }
 

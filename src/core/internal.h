@@ -112,14 +112,6 @@ struct qkv_ctx {
     bool grad_enabled;
     bool training;
     const struct qkv_backend *backend; /* the kernels every op runs (src/kernels/backend.h) */
-    /* Measure-only steps (qkv_session_new's arena measure run): every op allocates what it
-     * always does, but the products (qkv__linear_compute) and the cached attention write zeros
-     * instead of computing, so the run reaches the arena's high-water mark without streaming the
-     * weights. Outputs are meaningless; nothing but the arena's size may be kept. */
-    bool measure_only;
-    /* A decoding session's weight panels (src/kernels/gemm/gemm_panels.c), which qkv__linear_compute
-     * multiplies from where they apply; NULL everywhere else. */
-    struct qkv__panels *panels;
     uint64_t seed, step;
     uint64_t rng_calls; /* random ops issued this step: the Philox stream of the next one */
     /* Gradient buffers released during backward (src/core/tape.c), reused by qkv__grad. */

@@ -10,6 +10,7 @@
 #define QKV_INFER_INTERNAL_H
 
 #include "../nn/nn_internal.h"
+#include "../kernels/backend.h"
 #include "../kernels/gemm/gemm.h"
 #include "qkv/qkv_decode.h"
 
@@ -50,6 +51,11 @@ struct qkv_session {
     unsigned char *scratch; /* qkv_session_gather: one buffer of the largest per-row block x N */
     size_t scratch_bytes;
     qkv__panels *panels; /* the weight panels (p.weight_panels, kernels/gemm/gemm_panels.c), or NULL */
+    /* What the session's context runs on: its kernels' backend, and two copies of it that the
+     * session owns, so that the context knows nothing of decoding: one multiplying from the
+     * panels (steps after the first of a batch), one for the arena measure run. */
+    const qkv_backend *backend;
+    qkv_backend with_panels, measuring;
 };
 
 /* Point the cache headers at the current layout: n rows (all max_rows self-cache rows once

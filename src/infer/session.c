@@ -184,6 +184,13 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
     if (!st && p->weight_panels && (qkv__gemm_panels_available() || qkv__gemm_packed_available()))
         s->panels = qkv__panels_new();
     if (!st) {
+        s->backend = s->ctx->backend;
+        s->with_panels = *s->backend;
+        s->with_panels.panels = s->panels;
+        s->measuring = *s->backend;
+        s->measuring.measure_only = true;
+    }
+    if (!st) {
         qkv_ctx_set_grad_enabled(s->ctx, false);
         /* measure run: the largest steps (every row at the last position and at the one before)
          * and the first (position 0, where ALiBi takes the fused kernel and its tiles) on zeroed
@@ -202,7 +209,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         qkv__session_sync_headers(s);
         int32_t *zeros = calloc(N, sizeof *zeros);
         if (!zeros) st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
-        s->ctx->measure_only = true;
+        s->ctx->backend = &s->measuring;
         const int32_t at[3] = {p->max_len - 1, p->max_len - 2, 0};
         for (int k = 0; !st && k < 3; k++) {
             if (at[k] < 0 || (k == 2 && at[2] >= at[1])) continue; /* max_len 1 or 2: done */
@@ -211,7 +218,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
                 st = qkv_ctx_status(s->ctx) ? qkv_ctx_status(s->ctx) : QKV_ERR_STATE;
             qkv_ctx_reset(s->ctx);
         }
-        s->ctx->measure_only = false;
+        s->ctx->backend = s->backend;
         free(zeros);
         s->n = 0;
         s->n_src = 0;

@@ -117,8 +117,8 @@ qkv_status qkv_session_step(qkv_session *s, const int32_t *tokens, int32_t T, qk
                 (long long)(i / T), V);
     /* the weight panels from the batch's second step on (positions already fed): a batch of one
      * step never copies */
-    s->ctx->panels = s->t > 0 ? s->panels : NULL;
+    s->ctx->backend = s->t > 0 && s->panels ? &s->with_panels : s->backend;
     *logits = qkv__session_forward(s, tokens, T);
-    s->ctx->panels = NULL;
+    s->ctx->backend = s->backend;
     return *logits ? QKV_OK : qkv_ctx_status(s->ctx);
 }

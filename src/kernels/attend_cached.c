@@ -30,6 +30,7 @@
  * CTranslate2's incremental decoders attend the new position over the cache the same way.
  */
 #include "attend_cached.h"
+#include "backend.h"
 #include "rowreduce.h"
 
 #include <math.h>
@@ -371,7 +372,7 @@ bool qkv__attend_cached(qkv_ctx *ctx, const qkv_attend_cached_problem *p) {
                  per_thread = reals + sizeof(int64_t) * (size_t)(ROW_BLOCK * p->S);
     unsigned char *scratch = qkv__scratch(ctx, (per_thread ? per_thread : 1) * (size_t)threads);
     if (!scratch) return false;
-    if (ctx->measure_only) { /* the arena measure run (internal.h): zeros, no key read */
+    if (ctx->backend->measure_only) { /* the arena measure run (backend.h): zeros, no key read */
         for (int64_t n = 0; n < p->N; n++) memset(p->o + n * p->o_sn, 0, sizeof(qkv_real) * (size_t)(p->H * p->D));
         return true;
     }

@@ -56,6 +56,13 @@ typedef struct qkv_backend {
     /* Whether a decoding session's weight panels (src/kernels/gemm/gemm_panels.c) give this
      * backend's gemm bits: the session then multiplies from them. */
     bool weight_panels;
+    /* Set only in the copies of a backend that a decoding session runs its steps on
+     * (src/infer/session.c); NULL / false in the tables below. */
+    struct qkv__panels *panels; /* the session's weight panels: linear multiplies from them */
+    /* The session's arena measure run: every op allocates what it always does, but the products,
+     * the cached attention and its gathers write zeros instead of computing, so the run reaches
+     * the arena's high-water mark without streaming the weights. Outputs are meaningless. */
+    bool measure_only;
 } qkv_backend;
 
 extern const qkv_backend qkv_backend_cpu;

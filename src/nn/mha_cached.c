@@ -165,7 +165,7 @@ static qkv_tensor *gather_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int3
                                int64_t row_sn, int64_t row_sj, int64_t N, int64_t S) {
     const int64_t H = cache->shape[1], D = cache->shape[3];
     qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
-    if (!g || ctx->measure_only) return g; /* the arena measure run: the allocation is the point */
+    if (!g || ctx->backend->measure_only) return g; /* the arena measure run: the allocation is the point */
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t j = 0; j < S; j++)

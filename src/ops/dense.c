@@ -109,13 +109,13 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
     qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, (*x)->ndim, shape); /* (..., O) */
     if (!y) return NULL;
     qkv_real *yd = qkv__data(y);
-    if (ctx->measure_only) { /* the session's arena measure run (internal.h): zeros, no product */
+    if (ctx->backend->measure_only) { /* a session's arena measure run (backend.h): zeros, no product */
         memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O));
         return y;
     }
     /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
-    if (ctx->panels && w_param && ctx->backend->weight_panels &&
-        qkv__panels_linear(ctx->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
+    if (ctx->backend->panels && w_param && ctx->backend->weight_panels &&
+        qkv__panels_linear(ctx->backend->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
                            *bias ? qkv__data(*bias) : NULL, yd))
         return y;
     /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the

@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #include "../../src/core/internal.h"
+#include "kernels/backend.h"
 #include "kernels/gemm/gemm.h"
 
 #ifndef QKV_DOUBLE
@@ -171,7 +172,10 @@ TEST(panels_take_parameters_only_in_qkv_linear) {
     float *wv = mixed(2 * N * K, 21), *xv = mixed(M * K, 22), *want = malloc(sizeof(float) * M * N);
     memcpy(w->data, wv, sizeof(float) * 2 * N * K);
     qkv__gemm_small_m(M, N, K, 1, xv, K, wv + N * K, K, 0, want, N); /* rows N .. 2N of w */
-    ctx->panels = p;
+    qkv_backend with_panels = *ctx->backend; /* as a decoding session runs its steps */
+    with_panels.panels = p;
+    const qkv_backend *plain = ctx->backend;
+    ctx->backend = &with_panels;
     qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (const int64_t[]){M, K}, xv);
     qkv_tensor *arena_w = qkv_tensor_from(ctx, QKV_REAL, 2, (const int64_t[]){N, K}, wv + N * K);
     qkv_tensor *y = qkv_linear(ctx, x, arena_w, NULL);
@@ -180,7 +184,7 @@ TEST(panels_take_parameters_only_in_qkv_linear) {
     y = qkv_linear(ctx, x, qkv_narrow(ctx, w, 0, N, N), NULL);
     CHECK(y && memcmp(y->data, want, sizeof(float) * M * N) == 0);
     CHECK_MSG(qkv__panels_bytes(p) >= sizeof(float) * N * K, "a parameter's slice was not copied");
-    ctx->panels = NULL;
+    ctx->backend = plain;
     qkv__panels_free(p);
     qkv_ctx_free(ctx);
     qkv_params_free(params);

@@ -34,7 +34,8 @@ static const char ME[] = "bench_train"; /* the program in option messages */
 #include <math.h>
 
 /* One training batch: S, B: src (B, S), tgt_in (B, T) = the target without its last token,
- * tgt_out (B, T) = without its first (a random (B, T + 1) target shifted, as the anchor);
+ * tgt_out (B, T) = without its first (a random (B, T + 1) target shifted, as the anchor, whose
+ * first token is the model's bos_id, which the trainer checks; the values change no cost);
  * gpt2: tokens (B, T) in src, tgt_out the tokens shifted left. */
 typedef struct batch_data {
     int32_t *src, *tgt_in, *tgt_out;
@@ -47,7 +48,7 @@ static void batch_free(batch_data *d) {
     free(d->tgt_out);
 }
 
-static int batch_fill(batch_data *d, const bench_config *c, uint64_t seed, uint64_t index) {
+static int batch_fill(batch_data *d, const bench_config *c, int32_t bos_id, uint64_t seed, uint64_t index) {
     const int64_t B = c->batch, S = c->src_len, T = c->tgt_len;
     const bool lm = c->arch == QKV_ARCH_DECODER;
     int32_t *full = malloc(sizeof(int32_t) * (size_t)(B * (T + 1)));
@@ -60,6 +61,7 @@ static int batch_fill(batch_data *d, const bench_config *c, uint64_t seed, uint6
     }
     bench_tokens(full, B * (T + 1), c->tgt_vocab, seed, 2 * index + 1);
     for (int64_t r = 0; r < B; r++) {
+        if (!lm) full[r * (T + 1)] = bos_id;
         memcpy(d->tgt_in + r * T, full + r * (T + 1), sizeof(int32_t) * (size_t)T);
         memcpy(d->tgt_out + r * T, full + r * (T + 1) + 1, sizeof(int32_t) * (size_t)T);
     }
@@ -177,7 +179,7 @@ int main(int argc, char **argv) {
     double first_loss = NAN, last_loss = NAN;
     int rc = t ? 0 : 1;
     for (int i = 0; i < warmup + steps && !rc; i++) {
-        if ((i == 0 || c->arch == QKV_ARCH_DECODER) && batch_fill(&d, c, seed + 2, (uint64_t)i)) {
+        if ((i == 0 || c->arch == QKV_ARCH_DECODER) && batch_fill(&d, c, mc.bos_id, seed + 2, (uint64_t)i)) {
             fprintf(stderr, "bench_train: out of memory\n");
             rc = 1;
             break;

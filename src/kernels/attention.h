@@ -68,7 +68,6 @@ typedef struct qkv_attention_kernels {
 extern const qkv_attention_kernels qkv_attention_ref;
 extern const qkv_attention_kernels qkv_attention_cpu;
 
-
 /* Whether a saved cosine norm max(|x|, eps) is |x| itself (then it has a gradient) rather than
  * the clamp eps. Both kernel sets decide with this same test on the same saved value. */
 static inline bool qkv__cos_unclamped(qkv_real n) {

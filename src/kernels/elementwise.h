@@ -44,7 +44,6 @@ typedef struct qkv_elementwise_kernels {
 extern const qkv_elementwise_kernels qkv_elementwise_ref;
 extern const qkv_elementwise_kernels qkv_elementwise_cpu;
 
-
 /* The scalar math shared by both implementations. */
 #include <math.h>
 static inline double qkv__unary(qkv_unary op, double x) {

@@ -21,5 +21,4 @@ typedef struct qkv_embedding_kernels {
 extern const qkv_embedding_kernels qkv_embedding_ref;
 extern const qkv_embedding_kernels qkv_embedding_cpu;
 
-
 #endif

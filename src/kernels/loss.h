@@ -23,5 +23,4 @@ typedef struct qkv_loss_kernels {
 extern const qkv_loss_kernels qkv_loss_ref;
 extern const qkv_loss_kernels qkv_loss_cpu;
 
-
 #endif

@@ -39,5 +39,4 @@ typedef struct qkv_norm_kernels {
 extern const qkv_norm_kernels qkv_norm_ref;
 extern const qkv_norm_kernels qkv_norm_cpu;
 
-
 #endif

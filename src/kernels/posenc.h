@@ -66,7 +66,6 @@ typedef struct qkv_posenc_kernels {
 extern const qkv_posenc_kernels qkv_posenc_ref;
 extern const qkv_posenc_kernels qkv_posenc_cpu;
 
-
 /* ---- math shared by both implementations ------------------------------------------------------
  */
 

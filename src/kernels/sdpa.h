@@ -104,5 +104,4 @@ void qkv__sdpa_mm_acc(int64_t m, int64_t n, int64_t kk, const qkv_real *a, int64
 extern const qkv_sdpa_kernels qkv_sdpa_ref;
 extern const qkv_sdpa_kernels qkv_sdpa_cpu;
 
-
 #endif

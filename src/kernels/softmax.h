@@ -25,7 +25,6 @@ typedef struct qkv_softmax_kernels {
 extern const qkv_softmax_kernels qkv_softmax_ref;
 extern const qkv_softmax_kernels qkv_softmax_cpu;
 
-
 /* The argmax comparison shared by both implementations: is a better than the best so far? */
 static inline bool qkv__argmax_better(qkv_real a, qkv_real best) {
     return a > best || (a != a && best == best);

@@ -61,4 +61,8 @@ void seq2seq_free_hyps(seq2seq_hyps *h);
 #define SEQ2SEQ_MASK "<mask>"
 qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id);
 
+/* `qkv eval` on a seq2seq run (seq2seq_run.c; task_ops.eval_run). */
+struct run_dir;
+int seq2seq_eval_run(struct run_dir *r, const char *data, const task_run_opts *o);
+
 #endif

@@ -35,6 +35,18 @@ const task_ops *task_find(const char *name) {
     return NULL;
 }
 
+void task_names_with(size_t flag_offset, char *buf, size_t size) {
+    size_t len = 0;
+    if (size) buf[0] = '\0';
+    for (int i = 0; i < N_TASKS; i++) {
+        bool on;
+        memcpy(&on, (const char *)all_tasks[i] + flag_offset, sizeof on);
+        if (!on || len >= size) continue;
+        const int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", all_tasks[i]->name);
+        if (n > 0) len += (size_t)n;
+    }
+}
+
 bool task_create(config *cfg, task **out) {
     *out = NULL;
     const char *names[N_TASKS];

@@ -73,8 +73,9 @@ typedef struct task_run_opts {
     const char *out_dir;
     bool terminal;
     int layer, head;                        /* attn filters; negative: none */
-    const struct qkv_decode_params *decode; /* decode: the search options (tasks that generate) */
-    bool strategy_set;                      /* decode: --greedy, --beam or --sample was given */
+    const struct qkv_decode_params *decode; /* eval, decode: the search options (tasks that generate) */
+    bool strategy_set;                      /* a search option (--greedy, --beam, ...) was given */
+    bool src_tokens;                        /* --tokens: space-separated source tokens */
 } task_run_opts;
 
 typedef struct task_ops {
@@ -95,12 +96,16 @@ typedef struct task_ops {
     void (*describe)(const task *t, FILE *f);
     void (*free)(task *t);
     /* `qkv eval`, `qkv decode` and `qkv attn` on a run of this task (exit statuses, messages on
-     * stderr); NULL for seq2seq, whose commands live in cmd_eval.c, cmd_decode.c, cmd_attn.c. */
+     * stderr); decode_run and attn_run are NULL for seq2seq, whose commands live in
+     * cmd_decode.c and cmd_attn.c. */
     int (*eval_run)(struct run_dir *r, const char *data, const task_run_opts *o);
     int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
                       const task_run_opts *o);
     int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
     bool generates; /* decode_run reads the search options of `qkv decode` (o->decode) */
+    /* eval_run decodes with the search options of `qkv eval` (o->decode: --beam, --greedy,
+     * --mask-predict, --length-beam) and reads --tokens; other tasks refuse them */
+    bool eval_searches;
     /* What the training rate counts: the trainer's weighted targets per second, one per target
      * token, or one per text / image for tasks with one label an input ("texts", "images");
      * NULL: "tok". */
@@ -119,6 +124,10 @@ extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, ima
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
+/* The names of the task families whose ops->flag_offset bool is true (e.g.
+ * offsetof(task_ops, eval_searches)), ", "-separated, into buf: what a message about an option
+ * says applies. */
+void task_names_with(size_t flag_offset, char *buf, size_t size);
 /* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
 bool task_create(config *cfg, task **out);
 void task_free(task *t); /* accepts NULL */

@@ -2,7 +2,7 @@
  * cmd_eval.c: `qkv eval RUN DATA [--beam K | --greedy | --mask-predict K] [--show N]`: the options,
  * then the run's task scores the model on DATA (task.h, eval_run): seq2seq the WER and PER of
  * its decodes (seq2seq_run.c), tagging and classify their accuracies, lm its cross-entropy, image
- * its accuracy. The search options apply to the tasks whose evaluation decodes (eval_searches).
+ * its accuracy. The search options apply to the tasks whose evaluation decodes (transduces).
  */
 #include "cli_args.h"
 #include "commands.h"
@@ -84,9 +84,9 @@ int qkv_cmd_eval(int argc, char **argv) {
         return 1;
     }
     int rc = 2;
-    if (search_option && !r.task->eval_searches) {
+    if (search_option && !r.task->transduces) {
         char tasks[128];
-        task_names_with(offsetof(task_ops, eval_searches), tasks, sizeof tasks);
+        task_names_with(offsetof(task_ops, transduces), tasks, sizeof tasks);
         fprintf(stderr, "qkv eval: %s applies to %s runs; %s is a %s run\n", search_option, tasks, run, r.task->name);
     } else {
         rc = r.task->eval_run(&r, data,

@@ -1,9 +1,15 @@
 /*
- * seq2seq_run.c: `qkv eval` on a seq2seq run (task.h, eval_run): decode every word of a pairs
- * file and report the multi-reference WER and PER (each word scored against its closest
- * reference; docs/data.md) and the decoding speed; --show N first prints N words with their
- * hypothesis and first reference.
+ * seq2seq_run.c: `qkv eval` and `qkv decode` on a seq2seq run (task.h, eval_run and decode_run).
+ *   eval    decode every word of a pairs file and report the multi-reference WER and PER (each
+ *           word scored against its closest reference; docs/data.md) and the decoding speed;
+ *           --show N first prints N words with their hypothesis and first reference.
+ *   decode  one input per line (a word for G2P) -> "input<TAB>output" (with --nbest N, N lines
+ *           per input with their scores), in batches of 64 or one by one as they arrive
+ *           (--stream); a symbol missing from the vocabulary, or an input longer than the model
+ *           accepts, is an error naming the file and line.
+ * Beam search by default; non-autoregressive runs (model.nat) decode with mask-predict.
  */
+#include "input_lines.h"
 #include "run_dir.h"
 #include "seq2seq_task.h"
 
@@ -88,4 +94,120 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
            (double)wc.items / (wall > 1e-9 ? wall : 1e-9), (double)(clock() - c0) / CLOCKS_PER_SEC);
     seq2seq_eval_set_free(&e);
     return 0;
+}
+
+/* ---- decode ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    char **text; /* the input lines, for the output */
+    int32_t *ids, *lens;
+    int64_t n, n_ids, cap, cap_ids;
+} pending;
+
+static bool push(pending *p, const char *line, const int32_t *ids, int64_t len) {
+    if (p->n == p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 64;
+        char **t = realloc(p->text, sizeof *t * (size_t)cap);
+        int32_t *l = t ? realloc(p->lens, sizeof *l * (size_t)cap) : NULL;
+        if (t) p->text = t;
+        if (l) p->lens = l;
+        if (!t || !l) return false;
+        p->cap = cap;
+    }
+    if (p->n_ids + len > p->cap_ids) {
+        int64_t cap = 2 * (p->n_ids + len) + 64;
+        int32_t *g = realloc(p->ids, sizeof *g * (size_t)cap);
+        if (!g) return false;
+        p->ids = g;
+        p->cap_ids = cap;
+    }
+    p->text[p->n] = malloc(strlen(line) + 1);
+    if (!p->text[p->n]) return false;
+    strcpy(p->text[p->n], line);
+    memcpy(p->ids + p->n_ids, ids, sizeof *ids * (size_t)len);
+    p->lens[p->n++] = (int32_t)len;
+    p->n_ids += len;
+    return true;
+}
+
+static void clear(pending *p) {
+    for (int64_t i = 0; i < p->n; i++) free(p->text[i]);
+    p->n = p->n_ids = 0;
+}
+
+static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
+    if (!p->n) return true;
+    qkv_hypotheses h;
+    memset(&h, 0, sizeof h);
+    if (qkv_decoder_decode(r->decoder, p->ids, p->lens, (int32_t)p->n, dp, &h)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return false;
+    }
+    for (int64_t b = 0; b < p->n; b++) {
+        for (int32_t k = 0; k < h.count[b]; k++) {
+            const qkv_hypothesis *hy = &h.hyp[b * h.n_best + k];
+            printf("%s\t", p->text[b]);
+            for (int32_t t = 0; t < hy->length; t++) {
+                if (hy->tokens[t] == dp->eos_id) break;
+                printf("%s%s", t ? " " : "", qkv_vocab_symbol(r->tgt, hy->tokens[t]));
+            }
+            if (dp->n_best > 1) printf("\t%.4f", hy->score);
+            printf("\n");
+        }
+    }
+    fflush(stdout);
+    qkv_hypotheses_free(&h);
+    clear(p);
+    return true;
+}
+
+typedef struct {
+    const run_dir *r;
+    const qkv_decode_params *dp;
+    bool tokens, stream;
+    int64_t max_in;
+    int32_t *ids; /* (max_in) */
+    pending p;
+} decode_lines;
+
+/* One input line: queued, and decoded with the queue when it holds 64 (or at once with --stream).
+ * An empty line prints empty lines in its place (n_best of them), so the output keeps its n_best
+ * lines per input. */
+static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
+    decode_lines *d = user;
+    if (!line[0]) {
+        if (!flush(&d->p, d->r, d->dp)) return 1;
+        for (int32_t k = 0; k < d->dp->n_best; k++) printf("\n");
+        if (d->stream) fflush(stdout);
+        return 0;
+    }
+    int64_t len = 0;
+    if (run_dir_encode(d->r, file, line_no, line, d->tokens, d->ids, d->max_in, &len)) {
+        fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
+        return 1;
+    }
+    if (!push(&d->p, line, d->ids, len)) {
+        fprintf(stderr, "qkv decode: out of memory\n");
+        return 1;
+    }
+    return (d->stream || d->p.n == 64) && !flush(&d->p, d->r, d->dp);
+}
+
+int seq2seq_decode_run(run_dir *r, const char *const *files, int n_files, const task_run_opts *o) {
+    qkv_decode_params dp = *o->decode;
+    if (r->model->cfg.nat && !o->strategy_set) dp.strategy = QKV_DECODE_MASK_PREDICT; /* the only way to decode it */
+    if (dp.strategy == QKV_DECODE_MASK_PREDICT && dp.n_best > dp.length_beam) dp.length_beam = dp.n_best;
+    dp.bos_id = QKV_VOCAB_BOS;
+    dp.eos_id = QKV_VOCAB_EOS;
+    /* dp.max_len: --max-len, else 0: up to the model's limit */
+    const int64_t max_in = r->model->cfg.max_len;
+    decode_lines d = {.r = r, .dp = &dp, .tokens = o->src_tokens, .stream = o->stream, .max_in = max_in};
+    d.ids = malloc(sizeof(int32_t) * (size_t)max_in);
+    int rc = d.ids ? input_for_each_line("decode", files, n_files, decode_line, &d) : 1;
+    if (!d.ids) fprintf(stderr, "qkv decode: out of memory\n");
+    pending *const p = &d.p;
+    if (rc == 0 && !flush(p, r, &dp)) rc = 1;
+    clear(p);
+    free(p->text), free(p->ids), free(p->lens), free(d.ids);
+    return rc;
 }

@@ -64,5 +64,7 @@ qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id);
 /* `qkv eval` on a seq2seq run (seq2seq_run.c; task_ops.eval_run). */
 struct run_dir;
 int seq2seq_eval_run(struct run_dir *r, const char *data, const task_run_opts *o);
+/* `qkv decode` on a seq2seq run (seq2seq_run.c; task_ops.decode_run). */
+int seq2seq_decode_run(struct run_dir *r, const char *const *files, int n_files, const task_run_opts *o);
 
 #endif

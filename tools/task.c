@@ -36,14 +36,18 @@ const task_ops *task_find(const char *name) {
 }
 
 void task_names_with(size_t flag_offset, char *buf, size_t size) {
-    size_t len = 0;
-    if (size) buf[0] = '\0';
+    const char *names[N_TASKS];
+    int n = 0;
     for (int i = 0; i < N_TASKS; i++) {
         bool on;
         memcpy(&on, (const char *)all_tasks[i] + flag_offset, sizeof on);
-        if (!on || len >= size) continue;
-        const int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", all_tasks[i]->name);
-        if (n > 0) len += (size_t)n;
+        if (on) names[n++] = all_tasks[i]->name;
+    }
+    size_t len = 0;
+    if (size) buf[0] = '\0';
+    for (int i = 0; i < n && len < size; i++) {
+        const int k = snprintf(buf + len, size - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+        if (k > 0) len += (size_t)k;
     }
 }
 

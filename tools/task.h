@@ -96,16 +96,16 @@ typedef struct task_ops {
     void (*describe)(const task *t, FILE *f);
     void (*free)(task *t);
     /* `qkv eval`, `qkv decode` and `qkv attn` on a run of this task (exit statuses, messages on
-     * stderr); decode_run and attn_run are NULL for seq2seq, whose commands live in
-     * cmd_decode.c and cmd_attn.c. */
+     * stderr); attn_run is NULL for seq2seq, whose maps cmd_attn.c draws. */
     int (*eval_run)(struct run_dir *r, const char *data, const task_run_opts *o);
     int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
                       const task_run_opts *o);
     int (*attn_run)(struct run_dir *r, const char *input, const task_run_opts *o);
     bool generates; /* decode_run reads the search options of `qkv decode` (o->decode) */
-    /* eval_run decodes with the search options of `qkv eval` (o->decode: --beam, --greedy,
-     * --mask-predict, --length-beam) and reads --tokens; other tasks refuse them */
-    bool eval_searches;
+    /* Its runs transduce source sequences into target sequences (an encoder-decoder): eval_run
+     * decodes with the search options of `qkv eval` (o->decode), and `qkv eval / decode / attn`
+     * take --tokens (o->src_tokens), --mask-predict and --length-beam; other tasks refuse them */
+    bool transduces;
     /* What the training rate counts: the trainer's weighted targets per second, one per target
      * token, or one per text / image for tasks with one label an input ("texts", "images");
      * NULL: "tok". */
@@ -125,8 +125,8 @@ extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, ima
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
 /* The names of the task families whose ops->flag_offset bool is true (e.g.
- * offsetof(task_ops, eval_searches)), ", "-separated, into buf: what a message about an option
- * says applies. */
+ * offsetof(task_ops, transduces)) into buf, "a", "a and b", "a, b and c": what a message about
+ * an option says it applies to. */
 void task_names_with(size_t flag_offset, char *buf, size_t size);
 /* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
 bool task_create(config *cfg, task **out);

@@ -175,7 +175,7 @@ TEST(cli_tagging_learns_evaluates_decodes_and_shows_attention) {
                   strstr(out, "--beam applies to seq2seq runs") && strstr(out, "tagging run"),
               "--beam: %s", out);
     snprintf(cmd, sizeof cmd, "echo the cat | %s decode %s --nbest 2", QKV_CLI_PATH, r.run_dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq runs"),
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 2 && strstr(out, "--nbest applies to seq2seq and lm runs"),
               "--nbest: %s", out);
     snprintf(path, sizeof path, "%s/long.txt", r.dir);
     FILE *f = fopen(path, "w");

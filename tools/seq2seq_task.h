@@ -66,5 +66,7 @@ struct run_dir;
 int seq2seq_eval_run(struct run_dir *r, const char *data, const task_run_opts *o);
 /* `qkv decode` on a seq2seq run (seq2seq_run.c; task_ops.decode_run). */
 int seq2seq_decode_run(struct run_dir *r, const char *const *files, int n_files, const task_run_opts *o);
+/* `qkv attn` on a seq2seq run (seq2seq_attn.c; task_ops.attn_run). */
+int seq2seq_attn_run(struct run_dir *r, const char *input, const task_run_opts *o);
 
 #endif

@@ -73,6 +73,7 @@ typedef struct task_run_opts {
     const char *out_dir;
     bool terminal;
     int layer, head;                        /* attn filters; negative: none */
+    int kind;                               /* attn --kind: a qkv_attn_kind; negative: any */
     const struct qkv_decode_params *decode; /* eval, decode: the search options (tasks that generate) */
     bool strategy_set;                      /* a search option (--greedy, --beam, ...) was given */
     bool src_tokens;                        /* --tokens: space-separated source tokens */
@@ -96,7 +97,7 @@ typedef struct task_ops {
     void (*describe)(const task *t, FILE *f);
     void (*free)(task *t);
     /* `qkv eval`, `qkv decode` and `qkv attn` on a run of this task (exit statuses, messages on
-     * stderr); attn_run is NULL for seq2seq, whose maps cmd_attn.c draws. */
+     * stderr). */
     int (*eval_run)(struct run_dir *r, const char *data, const task_run_opts *o);
     int (*decode_run)(struct run_dir *r, const char *const *files, int n_files,
                       const task_run_opts *o);

@@ -112,15 +112,10 @@ int qkv_cmd_attn(int argc, char **argv) {
         return 2;
     }
     int rc = 2;
-    if (transducer_only && !r.task->transduces) {
-        char tasks[128];
-        task_names_with(offsetof(task_ops, transduces), tasks, sizeof tasks);
-        fprintf(stderr, "qkv attn: %s applies to %s runs; %s is a %s run\n", transducer_only, tasks, run, r.task->name);
-    } else {
+    if (task_takes_option("attn", r.task, transducer_only, offsetof(task_ops, transduces), run))
         rc = r.task->attn_run(&r, input,
                               &(task_run_opts){.run = run, .out_dir = out_dir, .terminal = terminal, .layer = only_layer,
                                                .head = only_head, .kind = only_kind, .src_tokens = tokens});
-    }
     run_dir_free(&r);
     return rc;
 }

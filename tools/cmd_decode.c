@@ -113,19 +113,11 @@ int qkv_cmd_decode(int argc, char **argv) {
         return 1;
     }
     int rc = 2;
-    const char *refused = transducer_only && !r.task->transduces ? transducer_only
-                          : search && !r.task->generates          ? search
-                                                                  : NULL;
-    if (refused) {
-        char tasks[128];
-        task_names_with(refused == search ? offsetof(task_ops, generates) : offsetof(task_ops, transduces), tasks,
-                        sizeof tasks);
-        fprintf(stderr, "qkv decode: %s applies to %s runs; %s is a %s run\n", refused, tasks, run, r.task->name);
-    } else {
+    if (task_takes_option("decode", r.task, transducer_only, offsetof(task_ops, transduces), run) &&
+        task_takes_option("decode", r.task, search, offsetof(task_ops, generates), run))
         rc = r.task->decode_run(&r, files, n_files,
-                                &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1, .decode = &dp,
-                                                 .strategy_set = strategy_set, .src_tokens = tokens});
-    }
+                                &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1, .kind = -1,
+                                                 .decode = &dp, .strategy_set = strategy_set, .src_tokens = tokens});
     run_dir_free(&r);
     return rc;
 }

@@ -84,15 +84,10 @@ int qkv_cmd_eval(int argc, char **argv) {
         return 1;
     }
     int rc = 2;
-    if (search_option && !r.task->transduces) {
-        char tasks[128];
-        task_names_with(offsetof(task_ops, transduces), tasks, sizeof tasks);
-        fprintf(stderr, "qkv eval: %s applies to %s runs; %s is a %s run\n", search_option, tasks, run, r.task->name);
-    } else {
+    if (task_takes_option("eval", r.task, search_option, offsetof(task_ops, transduces), run))
         rc = r.task->eval_run(&r, data,
                               &(task_run_opts){.run = run, .show = show, .decode = &search,
                                                .strategy_set = strategy_set, .src_tokens = tokens});
-    }
     run_dir_free(&r);
     return rc;
 }

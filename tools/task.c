@@ -35,20 +35,26 @@ const task_ops *task_find(const char *name) {
     return NULL;
 }
 
-void task_names_with(size_t flag_offset, char *buf, size_t size) {
-    const char *names[N_TASKS];
+static bool flag_of(const task_ops *t, size_t flag_offset) {
+    bool on;
+    memcpy(&on, (const char *)t + flag_offset, sizeof on);
+    return on;
+}
+
+bool task_takes_option(const char *cmd, const task_ops *t, const char *option, size_t flag_offset, const char *run) {
+    if (!option || flag_of(t, flag_offset)) return true;
+    const char *names[N_TASKS]; /* the tasks it applies to: "a", "a and b", "a, b and c" */
     int n = 0;
-    for (int i = 0; i < N_TASKS; i++) {
-        bool on;
-        memcpy(&on, (const char *)all_tasks[i] + flag_offset, sizeof on);
-        if (on) names[n++] = all_tasks[i]->name;
+    for (int i = 0; i < N_TASKS; i++)
+        if (flag_of(all_tasks[i], flag_offset)) names[n++] = all_tasks[i]->name;
+    char list[256] = "";
+    for (int i = 0, len = 0; i < n && len < (int)sizeof list; i++) {
+        const int k = snprintf(list + len, sizeof list - (size_t)len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                               names[i]);
+        if (k > 0) len += k;
     }
-    size_t len = 0;
-    if (size) buf[0] = '\0';
-    for (int i = 0; i < n && len < size; i++) {
-        const int k = snprintf(buf + len, size - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
-        if (k > 0) len += (size_t)k;
-    }
+    fprintf(stderr, "qkv %s: %s applies to %s runs; %s is a %s run\n", cmd, option, list, run, t->name);
+    return false;
 }
 
 bool task_create(config *cfg, task **out) {

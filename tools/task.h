@@ -125,10 +125,10 @@ extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, ima
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
-/* The names of the task families whose ops->flag_offset bool is true (e.g.
- * offsetof(task_ops, transduces)) into buf, "a", "a and b", "a, b and c": what a message about
- * an option says it applies to. */
-void task_names_with(size_t flag_offset, char *buf, size_t size);
+/* Whether task t takes a command-line option (NULL: none given) that applies to the tasks whose
+ * flag at flag_offset is true (offsetof(task_ops, generates), offsetof(task_ops, transduces)).
+ * When it does not, prints "qkv CMD: OPTION applies to seq2seq and lm runs; RUN is a T run". */
+bool task_takes_option(const char *cmd, const task_ops *t, const char *option, size_t flag_offset, const char *run);
 /* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
 bool task_create(config *cfg, task **out);
 void task_free(task *t); /* accepts NULL */

@@ -311,6 +311,7 @@ static int classify_attn_run(run_dir *r, const char *input, const task_run_opts 
 }
 
 const task_ops classify_task_ops = {.name = "classify",
+                                    .summary = "label<TAB>tokens lines: encoder-only, pooled head, accuracy (and P / R / F1)",
                                     .select = "accuracy",
                                     .lower_is_better = false,
                                     .create = classify_create,

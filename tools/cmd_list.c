@@ -1,10 +1,11 @@
 /*
- * cmd_list.c: `qkv list [NAME...]`: the library's enumerations (qkv_registry.h) with every value
- * and its help line: the names that configuration files (docs/cli.md) and model files
- * ("qkv.config") accept. Without a NAME, every enumeration.
+ * cmd_list.c: `qkv list [NAME...]`: the library's enumerations (qkv_registry.h) and the CLI's
+ * task families (task.h) with every value and its help line: the names that configuration files
+ * (docs/cli.md) and model files ("qkv.config") accept. Without a NAME, every one.
  * Exit status: 0, or 2 for an unknown NAME or option.
  */
 #include "commands.h"
+#include "task.h"
 #include "qkv/qkv.h"
 
 #include <stdio.h>
@@ -15,11 +16,23 @@ static void usage(FILE *f) {
                "The values of the library's enumerations, each with what it is: the names that\n"
                "configuration files and model files accept. NAME is one of:");
     for (int i = 0; i < QKV_REGISTRY_COUNT; i++) fprintf(f, "%s %s", i ? "," : "", qkv_registry_get(i)->name);
+    fprintf(f, ", task");
     fprintf(f, "\n\nexample:\n"
                "  $ qkv list norm\n"
                "  norm: attention normaliser (qkv_attn_norm)\n"
                "    softmax       exp(e_j) / sum_k exp(e_k) over the allowed keys\n"
                "    ...\n");
+}
+
+/* The task families of `qkv train` (the `task` key), as a table of the same form. */
+static void print_tasks(void) {
+    int width = 0;
+    for (int i = 0; i < task_count(); i++) {
+        const int n = (int)strlen(task_at(i)->name);
+        if (n > width) width = n;
+    }
+    printf("task: task family of qkv train (task_ops, tools/task.h)\n");
+    for (int i = 0; i < task_count(); i++) printf("  %-*s  %s\n", width, task_at(i)->name, task_at(i)->summary);
 }
 
 static void print_registry(const qkv_registry *r) {
@@ -39,7 +52,7 @@ int qkv_cmd_list(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
-        if (!qkv_registry_by_name(argv[i])) {
+        if (!qkv_registry_by_name(argv[i]) && strcmp(argv[i], "task")) {
             fprintf(stderr, "qkv list: unknown %s '%s' (qkv list --help names them)\n",
                     argv[i][0] == '-' ? "option" : "enumeration", argv[i]);
             return 2;
@@ -48,11 +61,13 @@ int qkv_cmd_list(int argc, char **argv) {
     int printed = 0;
     for (int i = 1; i < argc; i++, printed++) {
         if (printed) printf("\n");
-        print_registry(qkv_registry_by_name(argv[i]));
+        if (!strcmp(argv[i], "task")) print_tasks();
+        else print_registry(qkv_registry_by_name(argv[i]));
     }
-    for (int i = 0; argc < 2 && i < QKV_REGISTRY_COUNT; i++, printed++) {
+    for (int i = 0; argc < 2 && i <= QKV_REGISTRY_COUNT; i++, printed++) {
         if (printed) printf("\n");
-        print_registry(qkv_registry_get(i));
+        if (i == QKV_REGISTRY_COUNT) print_tasks();
+        else print_registry(qkv_registry_get(i));
     }
     return 0;
 }

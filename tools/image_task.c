@@ -592,6 +592,7 @@ static int image_attn_run(run_dir *r, const char *input, const task_run_opts *o)
 }
 
 const task_ops image_task_ops = {.name = "image",
+                                 .summary = "label<TAB>pixels lines: a ViT-style encoder over image patches, accuracy",
                                  .select = "accuracy",
                                  .lower_is_better = false,
                                  .create = image_create,

@@ -417,6 +417,7 @@ done:
 }
 
 const task_ops lm_task_ops = {.name = "lm",
+                              .summary = "plain text: decoder-only language model, cross-entropy, perplexity, bits per symbol",
                               .select = "loss",
                               .lower_is_better = true,
                               .create = lm_create,

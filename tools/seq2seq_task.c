@@ -298,7 +298,9 @@ static void s2s_free(task *base) {
     free(t);
 }
 
-const task_ops seq2seq_task_ops = {.name = "seq2seq", .select = "wer", .lower_is_better = true, .create = s2s_create,
+const task_ops seq2seq_task_ops = {.name = "seq2seq",
+                                   .summary = "source<TAB>targets pairs: encoder-decoder, multi-reference WER / PER",
+                                   .select = "wer", .lower_is_better = true, .create = s2s_create,
                                    .prepare = s2s_prepare, .batch = s2s_batch, .evaluate = s2s_evaluate,
                                    .describe = s2s_describe, .free = s2s_free, .eval_run = seq2seq_eval_run,
                                    .decode_run = seq2seq_decode_run, .attn_run = seq2seq_attn_run,

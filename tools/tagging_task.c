@@ -314,6 +314,7 @@ static int tagging_attn_run(run_dir *r, const char *input, const task_run_opts *
 }
 
 const task_ops tagging_task_ops = {.name = "tagging",
+                                   .summary = "token-per-line tagged sentences: encoder-only, token head, accuracy",
                                    .select = "accuracy",
                                    .lower_is_better = false,
                                    .create = tagging_create,

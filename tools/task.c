@@ -35,6 +35,9 @@ const task_ops *task_find(const char *name) {
     return NULL;
 }
 
+int task_count(void) { return N_TASKS; }
+const task_ops *task_at(int i) { return i >= 0 && i < N_TASKS ? all_tasks[i] : NULL; }
+
 static bool flag_of(const task_ops *t, size_t flag_offset) {
     bool on;
     memcpy(&on, (const char *)t + flag_offset, sizeof on);

@@ -81,6 +81,7 @@ typedef struct task_run_opts {
 
 typedef struct task_ops {
     const char *name;     /* the value of the `task` key */
+    const char *summary;  /* one line: its data, model and metric (`qkv list task`) */
     const char *select;   /* key of the metric that picks model.safetensors */
     bool lower_is_better; /* of that metric */
     /* Read every key of the task (after `task`) into a new task; false with cfg->error. */
@@ -125,6 +126,9 @@ extern const task_ops seq2seq_task_ops, tagging_task_ops, classify_task_ops, ima
 
 /* The task family called name; NULL when there is none. */
 const task_ops *task_find(const char *name);
+/* The task families, in the order `qkv list task` prints them: i < task_count(). */
+int task_count(void);
+const task_ops *task_at(int i);
 /* Whether task t takes a command-line option (NULL: none given) that applies to the tasks whose
  * flag at flag_offset is true (offsetof(task_ops, generates), offsetof(task_ops, transduces)).
  * When it does not, prints "qkv CMD: OPTION applies to seq2seq and lm runs; RUN is a T run". */

@@ -4,10 +4,11 @@
  * convert both ways, an unknown name is refused with the list of names, every value of the
  * model configuration's enumerations survives a model file's JSON, and docs/cli.md lists every
  * entry with its help line (section "Names") and every name in the row of the configuration key
- * that takes it; and `qkv list` prints them.
+ * that takes it, and the task families of the CLI likewise; and `qkv list` prints them.
  */
 #include "testutil.h"
 #include "tools/cli_util.h"
+#include "task.h"
 
 #include "qkv/qkv_registry.h"
 
@@ -170,6 +171,19 @@ TEST(docs_list_every_registry_entry) {
                 qkv_test_fail(__FILE__, __LINE__, "docs/cli.md, '%s': no row '%s'", heading, row + 1);
         }
     }
+    /* the task families: their heading, a row each, and every name in the row of the `task` key */
+    const char *tasks = strstr(doc, "### task: task family of qkv train (`task_ops`, tools/task.h)\n");
+    CHECK_MSG(tasks != NULL, "docs/cli.md lacks the heading of the task families");
+    char *task_row = line_starting(doc, "| `task` |");
+    CHECK(task_row != NULL);
+    for (int i = 0; tasks && task_row && i < task_count(); i++) {
+        char row[512], quoted[64];
+        snprintf(row, sizeof row, "\n| `%s` | %s |\n", task_at(i)->name, task_at(i)->summary);
+        CHECK_MSG(strstr(tasks, row) != NULL, "docs/cli.md: no row '%s'", row + 1);
+        snprintf(quoted, sizeof quoted, "`%s`", task_at(i)->name);
+        CHECK_MSG(strstr(task_row, quoted) != NULL, "docs/cli.md, row of `task`: %s is missing", quoted);
+    }
+    free(task_row);
     /* the configuration keys' rows name every value they accept */
     const struct {
         const char *row;
@@ -223,6 +237,12 @@ TEST(cli_list_prints_the_tables) {
         snprintf(heading, sizeof heading, "%s: %s (", qkv_registry_get((qkv_registry_id)id)->name,
                  qkv_registry_get((qkv_registry_id)id)->what);
         CHECK(strstr(out, heading) != NULL);
+    }
+    CHECK(cli_exec(QKV_CLI_PATH " list task", out, sizeof out) == 0);
+    for (int i = 0; i < task_count(); i++) {
+        char line[256];
+        snprintf(line, sizeof line, "  %-8s  %s\n", task_at(i)->name, task_at(i)->summary);
+        CHECK_MSG(strstr(out, line) != NULL, "qkv list task: no line '%s'", line);
     }
     CHECK(cli_exec(QKV_CLI_PATH " list score bogus", out, sizeof out) == 2);
     CHECK(strstr(out, "qkv list: unknown enumeration 'bogus'") != NULL && !strstr(out, "scaled_dot"));

@@ -170,21 +170,6 @@ qkv_tensor *qkv__alloc_like(qkv_ctx *ctx, const qkv_tensor *t);
  * an op that writes its output over an input whose values nothing reads again. t must own its
  * storage (not a view) and be contiguous. */
 qkv_tensor *qkv__alloc_over(qkv_ctx *ctx, qkv_tensor *t);
-/* qkv_add_dropout(x, f, p) with the same bits, forward and backward, written over f's storage
- * where f owns it (training, p > 0): for a residual connection around a sub-layer whose output f
- * nothing reads again (the final projection of attention or the feed-forward block: a linear's
- * backward reads its input and weight, never its output), so the step keeps one (B, T, C) tensor
- * fewer per sub-layer. Otherwise it is qkv_add_dropout. */
-qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p);
-/* Whether f's storage can take x + f: f owns its contiguous storage, x does not share it, both
- * real with the same shape. */
-bool qkv__sum_fits_over(const qkv_tensor *x, const qkv_tensor *f);
-/* qkv_layernorm(qkv__add_dropout_over(x, f, p), weight, bias, eps) with the same bits; where
- * nothing needs a gradient and dropout does not draw (inference), one pass per row that writes
- * the sum over f's storage (f, as there, must be an output nothing reads again) and keeps no
- * statistics: a post-LN residual block of a decoding step or an evaluation. */
-qkv_tensor *qkv__add_layernorm_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p,
-                                    qkv_tensor *weight, qkv_tensor *bias, double eps);
 /* Raw step memory for saved statistics, scratch, etc. */
 void *qkv__scratch(qkv_ctx *ctx, size_t bytes);
 /* t itself when contiguous, else a recorded contiguous copy (qkv_contiguous). */
@@ -235,19 +220,6 @@ void qkv__fsync_parent_dir(const char *path);
 qkv_status qkv__open_regular(const char *who, const char *path, int *fd, uint64_t *size);
 /* A regular file of at most max_bytes, whole, NUL-terminated (qkv_file_read with who). */
 qkv_status qkv__read_regular(const char *who, const char *path, uint64_t max_bytes, char **data, size_t *len);
-
-/* Linear layers (src/ops/dense.c), shared with the fused ops built on them.
- * qkv__linear_compute: validate (messages name op), make the operands contiguous (updating the
- * pointers) and return y = x W^T + b without recording anything.
- * qkv__linear_grads: dx += dy W, dW += dy^T x, db += sum_rows dy for the gradients that exist. */
-qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qkv_tensor **weight,
-                                qkv_tensor **bias);
-void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy);
-
-/* The argument checks of the image tokenisers (qkv_image_patches, qkv_image_windows): pixels a
- * non-empty real (B, H, W, Ch) tensor, H and W multiples of patch_size >= 1; false with the
- * context's error set (messages start with op). src/ops/image_windows.c. */
-bool qkv__check_patch_grid(qkv_ctx *ctx, const char *op, const qkv_tensor *pixels, int64_t patch_size);
 
 /* qkv_blas_kernel_advice's rule on its inputs (src/core/blas_kernel.c; exposed for its test): OpenBLAS's
  * core name, OPENBLAS_CORETYPE (NULL when unset), whether OpenBLAS was built with DYNAMIC_ARCH,

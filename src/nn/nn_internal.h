@@ -12,6 +12,7 @@
 #define QKV_NN_INTERNAL_H
 
 #include "../core/internal.h"
+#include "../ops/ops_internal.h"
 #include "qkv/qkv_model.h"
 
 /* Inference's guard on a model's output y (logits): NaN or an infinity in it is an error naming

@@ -9,6 +9,7 @@
 #include "../core/internal.h"
 #include "../kernels/backend.h"
 #include "../kernels/gemm/gemm.h"
+#include "ops_internal.h"
 
 #include <limits.h>
 

@@ -8,6 +8,7 @@
  */
 #include "../kernels/elementwise.h"
 #include "../kernels/backend.h"
+#include "ops_internal.h"
 
 /* ---- unary ---------------------------------------------------------------------------------- */
 

@@ -18,6 +18,7 @@
  * Small-Size Datasets", whose shifted patch tokenization with P = 2 sees the same 4 x 4 window).
  */
 #include "../core/internal.h"
+#include "ops_internal.h"
 
 #include <string.h>
 

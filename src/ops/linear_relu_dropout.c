@@ -16,6 +16,7 @@
  */
 #include "../kernels/elementwise.h"
 #include "../kernels/backend.h"
+#include "ops_internal.h"
 
 static void linear_relu_dropout_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0], *w = e->in[1], *b = e->n_in > 2 ? e->in[2] : NULL;

@@ -17,6 +17,7 @@
  */
 #include "../kernels/norm.h"
 #include "../kernels/backend.h"
+#include "ops_internal.h"
 
 #include <math.h>
 

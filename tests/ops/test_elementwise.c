@@ -2,6 +2,7 @@
 #include "kernel_check.h"
 
 #include "core/internal.h" /* qkv__add_dropout_over */
+#include "ops/ops_internal.h"
 
 #include <float.h>
 #include <math.h>

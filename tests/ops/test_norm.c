@@ -1,6 +1,7 @@
 /* test_norm.c: LayerNorm and RMSNorm: closed forms, degenerate rows, gradients, kernels, errors. */
 #include "kernel_check.h"
 #include "core/internal.h" /* qkv__add_layernorm_over */
+#include "ops/ops_internal.h"
 
 static const double ftol = sizeof(qkv_real) == 4 ? 2e-6 : 1e-13;
 

@@ -34,6 +34,7 @@
  * long as the session lives; where it cannot be had the product runs as without a store.
  */
 #include "gemm.h"
+#include "../../ops/ops_internal.h"
 
 #include <stdlib.h>
 

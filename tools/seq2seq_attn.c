@@ -23,17 +23,43 @@
 
 enum { MAX_LEN = 512 };
 
+/* Where the maps go: --out DIR, else RUN/attn (./attn for a model file). */
+static void output_dir(const task_run_opts *o, char *dir, size_t size) {
+    if (o->out_dir) {
+        snprintf(dir, size, "%s", o->out_dir);
+        return;
+    }
+    const size_t n = strlen(o->run);
+    const bool file = n > 12 && !strcmp(o->run + n - 12, ".safetensors");
+    snprintf(dir, size, "%s%s", file ? "attn" : o->run, file ? "" : "/attn");
+}
+
+/* --terminal: the maps --layer / --head / --kind pick, by default every head of the last decoder
+ * layer's cross-attention. Nonzero after a failure (qkv_last_error()). */
+static qkv_status print_maps(const qkv_attn_map *maps, int64_t n_maps, const qkv_model_config *c,
+                             const task_run_opts *o) {
+    const bool filtered = o->layer >= 0 || o->head >= 0 || o->kind >= 0;
+    for (int64_t i = 0; i < n_maps; i++) {
+        const qkv_attn_map *m = &maps[i];
+        const bool pick = filtered ? (o->layer < 0 || m->layer == o->layer) && (o->head < 0 || m->head == o->head) &&
+                                         (o->kind < 0 || (int)m->kind == o->kind)
+                                   : m->kind == QKV_ATTN_CROSS && m->layer == c->n_decoder_layers - 1;
+        if (!pick) continue;
+        printf("\n");
+        qkv_status st = qkv_attn_terminal(stdout, m, NULL);
+        if (st) return st;
+    }
+    return QKV_OK;
+}
+
 int seq2seq_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
     const qkv_model_config *c = &r->model->cfg;
-    const char *run = o->run, *out_dir = o->out_dir;
     const bool terminal = o->terminal, tokens = o->src_tokens;
-    const int only_layer = o->layer, only_head = o->head, only_kind = o->kind;
     int rc = 1;
     qkv_ctx *ctx = NULL;
     qkv_hypotheses h;
     memset(&h, 0, sizeof h);
     qkv_attn_map *maps = NULL;
-    char **labels = NULL;
     qkv_tensor **w_enc = calloc((size_t)c->n_encoder_layers, sizeof *w_enc);
     qkv_tensor **w_self = calloc((size_t)c->n_decoder_layers, sizeof *w_self);
     qkv_tensor **w_cross = calloc((size_t)c->n_decoder_layers, sizeof *w_cross);
@@ -112,36 +138,19 @@ int seq2seq_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
             }
     }
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : "");
-    if (!out_dir) {
-        const size_t n = strlen(run);
-        const bool file = n > 12 && !strcmp(run + n - 12, ".safetensors");
-        snprintf(dir, sizeof dir, "%s%s", file ? "attn" : run, file ? "" : "/attn");
-    }
+    output_dir(o, dir, sizeof dir);
     qkv_attn_page page = {.title = input, .input_tokens = src_label, .n_input = S, .output_tokens = out_label,
                           .n_output = T, .maps = maps, .n_maps = n_maps};
     mkdir(dir, 0777);
     if (qkv_attn_export(dir, &page, NULL)) goto fail;
     printf("%lld attention maps (%d encoder + %d decoder layers x %lld heads): %s/index.html\n", (long long)n_maps,
            c->n_encoder_layers, c->n_decoder_layers, (long long)H, dir);
-    if (terminal) {
-        for (int64_t i = 0; i < n_maps; i++) {
-            const qkv_attn_map *m = &maps[i];
-            const bool filtered = only_layer >= 0 || only_head >= 0 || only_kind >= 0;
-            const bool pick = filtered ? (only_layer < 0 || m->layer == only_layer) && (only_head < 0 || m->head == only_head) &&
-                                             (only_kind < 0 || (int)m->kind == only_kind)
-                                       : m->kind == QKV_ATTN_CROSS && m->layer == c->n_decoder_layers - 1;
-            if (!pick) continue;
-            printf("\n");
-            if (qkv_attn_terminal(stdout, m, NULL)) goto fail;
-        }
-    }
+    if (terminal && print_maps(maps, n_maps, c, o)) goto fail;
     rc = 0;
     goto done;
 fail:
     fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
 done:
-    free(labels);
     free(maps);
     free(w_enc), free(w_self), free(w_cross);
     qkv_ctx_free(ctx);

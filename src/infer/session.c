@@ -92,6 +92,45 @@ void qkv__session_sync_headers(qkv_session *s) {
     s->memory_t.data = s->memory;
 }
 
+/* The measure run: the largest steps (every row at the last position and at the one before) and
+ * the first (position 0, where ALiBi takes the fused kernel and its tiles) on zeroed buffers, so
+ * the arena reaches its high-water mark now and single-token steps never grow it. They read the
+ * keys through the table (self_rows), as steps after a reorder do: the general attention path
+ * then gathers K and V into new tensors, at least what it allocates without the table (a view of
+ * the whole cache at the last position, a copy of the strided keys at the one before). The steps
+ * run on the session's measuring backend (backend.h, measure_only): the products, the cached
+ * attention and those gathers are skipped, so the run costs allocations, not three passes over
+ * the weights. The session is left as new. */
+static qkv_status measure_arena(qkv_session *s) {
+    const qkv_session_params *p = &s->p;
+    s->n = p->max_rows;
+    s->n_src = s->encoder_decoder ? p->max_rows : 0;
+    s->S = s->encoder_decoder ? p->max_src_len : 0;
+    s->started = true;
+    s->self_rows_used = true; /* the paths that read keys through the table use the most */
+    qkv__session_sync_headers(s);
+    int32_t *zeros = calloc((size_t)p->max_rows, sizeof *zeros);
+    qkv_status st = zeros ? QKV_OK : QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
+    s->ctx->backend = &s->measuring;
+    const int32_t at[3] = {p->max_len - 1, p->max_len - 2, 0};
+    for (int k = 0; !st && k < 3; k++) {
+        if (at[k] < 0 || (k == 2 && at[2] >= at[1])) continue; /* max_len 1 or 2: done */
+        s->t = at[k];
+        if (!qkv__session_forward(s, zeros, 1)) st = qkv_ctx_status(s->ctx) ? qkv_ctx_status(s->ctx) : QKV_ERR_STATE;
+        qkv_ctx_reset(s->ctx);
+    }
+    s->ctx->backend = s->backend;
+    free(zeros);
+    s->n = 0;
+    s->n_src = 0;
+    s->S = 0;
+    s->t = 0;
+    s->started = false;
+    s->self_rows_used = false;
+    qkv__session_sync_headers(s);
+    return st;
+}
+
 qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_session **out) {
     if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: out is NULL");
     *out = NULL;
@@ -192,41 +231,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
     }
     if (!st) {
         qkv_ctx_set_grad_enabled(s->ctx, false);
-        /* measure run: the largest steps (every row at the last position and at the one before)
-         * and the first (position 0, where ALiBi takes the fused kernel and its tiles) on zeroed
-         * buffers, so the arena reaches its high-water mark now and single-token steps never
-         * grow it. They read the keys through the table (self_rows), as steps after a reorder
-         * do: the general attention path then gathers K and V into new tensors, at least what
-         * it allocates without the table (a view of the whole cache at the last position, a
-         * copy of the strided keys at the one before). Measure-only steps: the products, the
-         * cached attention and those gathers are skipped (internal.h), so the run costs
-         * allocations, not three passes over the weights. */
-        s->n = p->max_rows;
-        s->n_src = ed ? p->max_rows : 0;
-        s->S = (int32_t)Smax;
-        s->started = true;
-        s->self_rows_used = true; /* the paths that read keys through the table use the most */
-        qkv__session_sync_headers(s);
-        int32_t *zeros = calloc(N, sizeof *zeros);
-        if (!zeros) st = QKV_ERROR(QKV_ERR_OOM, "qkv_session_new: out of memory");
-        s->ctx->backend = &s->measuring;
-        const int32_t at[3] = {p->max_len - 1, p->max_len - 2, 0};
-        for (int k = 0; !st && k < 3; k++) {
-            if (at[k] < 0 || (k == 2 && at[2] >= at[1])) continue; /* max_len 1 or 2: done */
-            s->t = at[k];
-            if (!qkv__session_forward(s, zeros, 1))
-                st = qkv_ctx_status(s->ctx) ? qkv_ctx_status(s->ctx) : QKV_ERR_STATE;
-            qkv_ctx_reset(s->ctx);
-        }
-        s->ctx->backend = s->backend;
-        free(zeros);
-        s->n = 0;
-        s->n_src = 0;
-        s->S = 0;
-        s->t = 0;
-        s->started = false;
-        s->self_rows_used = false;
-        qkv__session_sync_headers(s);
+        st = measure_arena(s);
     }
     if (st) {
         qkv_session_free(s);

@@ -117,7 +117,9 @@ static bool read_line(const char *line, size_t n, tlog_visit visit, void *user, 
 
 qkv_status tlog_filter(const char *text, size_t len, int64_t max_step, tlog_visit visit, void *user,
                        char **kept, size_t *kept_len, int64_t *n_kept, int64_t *n_dropped) {
-    *kept = malloc(len + 1);
+    /* every kept line ends with '\n', the last one too when the text lacks it: len + 1 bytes at
+     * most, and the NUL */
+    *kept = malloc(len + 2);
     *kept_len = 0;
     *n_kept = *n_dropped = 0;
     if (!*kept) return qkv_set_error(QKV_ERR_OOM, "log.jsonl: out of memory (%zu bytes)", len);

@@ -6,8 +6,7 @@
  *
  * Two layers, as whisper.cpp / llama.cpp split model and state:
  *
- *   session  per-request state over a shared qkv_model (read-only but for the slot of its
- *            spare session, see Memory below): a step arena, the
+ *   session  per-request state over a shared, read-only qkv_model: a step arena, the
  *            self-attention KV cache of every decoder layer (N, H, L, D), the cross-attention
  *            keys / values of the encoded source, and the tokens fed so far. Everything is
  *            allocated once by qkv_session_new for (max_rows, max_len, max_src_len); a step

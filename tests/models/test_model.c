@@ -121,8 +121,8 @@ TEST(model_load_bounds_the_configuration_by_the_file) {
     if (fd >= 0) close(fd);
     const char *keys[] = {"qkv.format", "qkv.arch", "qkv.config"};
     const char *values[] = {"1", "encoder",
-                            "{\"arch\":\"encoder\",\"src_vocab\":10000000,\"tgt_vocab\":5,\"d_model\":64,"
-                            "\"n_heads\":1,\"dim_feedforward\":8,\"n_encoder_layers\":1,\"n_decoder_layers\":0}"};
+                            ("{\"arch\":\"encoder\",\"src_vocab\":10000000,\"tgt_vocab\":5,\"d_model\":64,"
+                             "\"n_heads\":1,\"dim_feedforward\":8,\"n_encoder_layers\":1,\"n_decoder_layers\":0}")};
     CHECK_OK(qkv_st_save(path, NULL, 0, keys, values, 3));
     qkv_model *m = NULL;
     CHECK_ERR(qkv_model_load(path, &m), QKV_ERR_FORMAT, "describes 640018445 parameter values but the file holds only 0");

@@ -45,7 +45,8 @@ TABLE(norm, "norm", "attention normaliser", "qkv_attn_norm",
       {"softmax", QKV_NORM_SOFTMAX, "exp(e_j) / sum_k exp(e_k) over the allowed keys"},
       {"relu", QKV_NORM_RELU, "relu(e_j), not normalised"},
       {"relu_rownorm", QKV_NORM_RELU_ROWNORM, "relu(e_j) / (sum_k relu(e_k) + 1e-6)"},
-      {"sigmoid", QKV_NORM_SIGMOID, "sigmoid(e_j), each key on its own"})
+      {"sigmoid", QKV_NORM_SIGMOID, "sigmoid(e_j), each key on its own"},
+      {"sparsemax", QKV_NORM_SPARSEMAX, "max(e_j - tau, 0) summing to 1: sparse weights (Martins & Astudillo 2016)"})
 
 TABLE(relpos, "relpos", "relative positional encoding", "qkv_relpos_kind",
       {"none", QKV_RELPOS_NONE, "no relative positions"},

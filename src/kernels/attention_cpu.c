@@ -294,6 +294,29 @@ static void softmax_band(const qkv_mask_row *mr, qkv_real *ar, int64_t lo, int64
     QKV_LANE_LOOP(j, n, x[j] = (qkv_real)(x[j] * inv););
 }
 
+/* Sparsemax over the band x[lo, hi), masked keys -inf, in place: tau by Michelot's iteration
+ * (the projection onto the simplex): start from every finite score; tau = (sum - 1) / count over
+ * those above the previous tau, until the count stops falling (at most one pass per score, a few
+ * in practice). No sort and no scratch; the reference kernel computes tau from its definition. */
+static void sparsemax_band(qkv_real *x, int64_t lo, int64_t hi) {
+    double tau = -INFINITY;
+    int64_t count = -1;
+    for (;;) {
+        double sum = 0;
+        int64_t k = 0;
+        for (int64_t j = lo; j < hi; j++)
+            if (x[j] > tau || x[j] != x[j]) sum += x[j], k++;
+        if (sum != sum) { /* an allowed NaN score: NaN where allowed */
+            for (int64_t j = lo; j < hi; j++) x[j] = x[j] == -(qkv_real)INFINITY ? 0 : (qkv_real)NAN;
+            return;
+        }
+        if (k == 0 || k == count) break;
+        count = k;
+        tau = (sum - 1) / (double)k;
+    }
+    for (int64_t j = lo; j < hi; j++) x[j] = count > 0 && x[j] > tau ? (qkv_real)(x[j] - tau) : 0;
+}
+
 static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_mask *m,
                           const qkv_real *e, qkv_real *a, qkv_real *z) {
     const int64_t H = d->H, T = d->T, S = d->S, R = d->B * H * T;
@@ -341,6 +364,9 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
                 ar[j] = x >= 0 ? 1 / (1 + qkv__rexp(-x)) : qkv__rexp(x) / (1 + qkv__rexp(x));
             }
             break;
+        case QKV_NORM_SPARSEMAX:
+            sparsemax_band(ar, lo, hi);
+            break;
         }
     }
 }
@@ -386,6 +412,16 @@ static void normalize_bwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
             for (int64_t j = lo; j < hi; j++)
                 der[j] += dar[j] * ar[j] * (1 - ar[j]);
             break;
+        case QKV_NORM_SPARSEMAX: { /* (da_j - mean of da over the support) on the support */
+            double sum = 0;
+            int64_t k = 0;
+            for (int64_t j = lo; j < hi; j++)
+                if (ar[j] > 0) sum += dar[j], k++;
+            const double mean = k ? sum / (double)k : 0;
+            for (int64_t j = lo; j < hi; j++)
+                if (ar[j] > 0) der[j] += (qkv_real)(dar[j] - mean);
+            break;
+        }
         }
     }
 }

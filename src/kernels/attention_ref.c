@@ -200,6 +200,26 @@ static double sigmoid(double x) {
     return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
 }
 
+/* Sparsemax's threshold over the allowed scores of row (b, i), by its definition (Martins &
+ * Astudillo 2016, eq. 3 with the sorted order replaced by counts): k = the largest number of
+ * top scores z_(1) >= .. >= z_(k) with 1 + k z_(k) > sum_{l <= k} z_(l), and
+ * tau = (sum_{l <= k} z_(l) - 1) / k. Scores tied with z_(k) enter together, which gives the same
+ * tau. O(S^2): an oracle. NaN when an allowed score is; -inf when no key is allowed. */
+static double sparsemax_tau(const qkv_mask *m, int64_t b, int64_t i, const qkv_real *er, int64_t S) {
+    double tau = -INFINITY;
+    int64_t best = 0;
+    for (int64_t j = 0; j < S; j++) {
+        if (!qkv_mask_allows(m, b, i, j)) continue;
+        if (isnan(er[j])) return NAN;
+        int64_t k = 0;
+        double sum = 0;
+        for (int64_t l = 0; l < S; l++)
+            if (qkv_mask_allows(m, b, i, l) && er[l] >= er[j]) k++, sum += er[l];
+        if (1 + (double)k * er[j] > sum && k > best) best = k, tau = (sum - 1) / (double)k;
+    }
+    return tau;
+}
+
 static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_mask *m,
                           const qkv_real *e, qkv_real *a, qkv_real *z) {
     const int64_t H = d->H, T = d->T, S = d->S;
@@ -238,6 +258,14 @@ static void normalize_fwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
             for (int64_t j = 0; j < S; j++)
                 ar[j] = qkv_mask_allows(m, b, i, j) ? (qkv_real)sigmoid(er[j]) : 0;
             break;
+        case QKV_NORM_SPARSEMAX: {
+            const double tau = sparsemax_tau(m, b, i, er, S); /* -inf: no allowed key, zeros */
+            for (int64_t j = 0; j < S; j++)
+                ar[j] = qkv_mask_allows(m, b, i, j) && tau != -INFINITY
+                            ? (qkv_real)(isnan(tau) ? NAN : er[j] > tau ? er[j] - tau : 0)
+                            : 0;
+            break;
+        }
         }
     }
 }
@@ -253,6 +281,12 @@ static void normalize_bwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
         double s = 0; /* sum_j a_j da_j */
         for (int64_t j = 0; j < S; j++)
             s += (double)ar[j] * dar[j];
+        /* sparsemax: the Jacobian is diag(1_S) - 1_S 1_S^T / |S| on the support S = {a_j > 0} */
+        double support_sum = 0;
+        int64_t support = 0;
+        for (int64_t j = 0; j < S; j++)
+            if (ar[j] > 0) support_sum += dar[j], support++;
+        const double support_mean = support ? support_sum / (double)support : 0;
         for (int64_t j = 0; j < S; j++) {
             if (!qkv_mask_allows(m, b, i, j)) continue; /* masked: zero gradient */
             switch (norm) {
@@ -267,6 +301,9 @@ static void normalize_bwd(const qkv_attn_dims *d, qkv_attn_norm norm, const qkv_
                 break;
             case QKV_NORM_SIGMOID:
                 der[j] += (qkv_real)(dar[j] * (double)ar[j] * (1 - (double)ar[j]));
+                break;
+            case QKV_NORM_SPARSEMAX:
+                if (ar[j] > 0) der[j] += (qkv_real)(dar[j] - support_mean);
                 break;
             }
         }

@@ -60,7 +60,7 @@ TEST(registry_parse_refuses_an_unknown_name_listing_the_names) {
     CHECK_ERR(qkv_registry_parse(QKV_REGISTRY_NORM, NULL, &v), QKV_ERR_INVALID_ARG, "bad argument");
     /* the list: its whole length whatever the buffer, truncated and terminated in a short one */
     char full[256], shorter[12];
-    const char *want = "softmax, relu, relu_rownorm, sigmoid";
+    const char *want = "softmax, relu, relu_rownorm, sigmoid, sparsemax";
     CHECK(qkv_registry_list(QKV_REGISTRY_NORM, full, sizeof full) == strlen(want) && !strcmp(full, want));
     CHECK(qkv_registry_list(QKV_REGISTRY_NORM, shorter, sizeof shorter) == strlen(want));
     CHECK(!strcmp(shorter, "softmax, re"));
@@ -111,11 +111,11 @@ TEST(registry_values_survive_a_model_file) {
             tried++;
         }
     }
-    CHECK(tried == 3 + 3 + 3 + 5 + 4 + 5);
+    CHECK(tried == 3 + 3 + 3 + 5 + 5 + 5);
     /* a name no table holds is refused naming the key and listing the names */
     qkv_model_config c;
-    CHECK_ERR(qkv_model_config_from_json("{\"arch\":\"decoder\",\"tgt_vocab\":5,\"self_attn\":{\"norm\":\"sparsemax\"}}", &c),
-              QKV_ERR_INVALID_ARG, "\"norm\": unknown attention normaliser 'sparsemax' (one of: softmax, relu,");
+    CHECK_ERR(qkv_model_config_from_json("{\"arch\":\"decoder\",\"tgt_vocab\":5,\"self_attn\":{\"norm\":\"entmax\"}}", &c),
+              QKV_ERR_INVALID_ARG, "\"norm\": unknown attention normaliser 'entmax' (one of: softmax, relu,");
     CHECK_ERR(qkv_model_config_from_json("{\"arch\":7}", &c), QKV_ERR_INVALID_ARG,
               "\"arch\" must be a string, one of: encoder-decoder, encoder, decoder (got integer)");
 }

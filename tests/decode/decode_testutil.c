@@ -20,6 +20,8 @@ const dt_variant dt_variants[] = {
      QKV_POS_SINUSOIDAL, true, false, false, false},
     {"sigmoid", QKV_SCORE_SCALED_DOT, QKV_NORM_SIGMOID, QKV_RELPOS_NONE, QKV_POS_SINUSOIDAL, false,
      false, false, false},
+    {"sparsemax", QKV_SCORE_SCALED_DOT, QKV_NORM_SPARSEMAX, QKV_RELPOS_NONE, QKV_POS_SINUSOIDAL, true,
+     false, false, false},
     {"Shaw", QKV_SCORE_SCALED_DOT, QKV_NORM_SOFTMAX, QKV_RELPOS_SHAW, QKV_POS_NONE, false, false,
      false, false},
     {"T5 unidirectional", QKV_SCORE_SCALED_DOT, QKV_NORM_SOFTMAX, QKV_RELPOS_T5, QKV_POS_NONE, true,

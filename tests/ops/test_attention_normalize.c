@@ -4,7 +4,7 @@
 #include "attn_testutil.h"
 
 static const qkv_attn_norm all_norms[] = {QKV_NORM_SOFTMAX, QKV_NORM_RELU, QKV_NORM_RELU_ROWNORM,
-                                          QKV_NORM_SIGMOID};
+                                          QKV_NORM_SIGMOID, QKV_NORM_SPARSEMAX};
 /* every normaliser of the registry: the gradient and kernel checks cover a new one unasked */
 static int n_norms(void) { return qkv_registry_get(QKV_REGISTRY_NORM)->count; }
 static qkv_attn_norm norm_at(int k) { return (qkv_attn_norm)qkv_registry_get(QKV_REGISTRY_NORM)->entries[k].value; }
@@ -74,6 +74,35 @@ TEST(attn_normalize_relu_rownorm_sigmoid_closed_forms) {
     qkv_ctx_free(ctx);
 }
 
+/* Sparsemax (Martins & Astudillo 2016) of z = (1, 0.5, -1, 0.3) and a fifth key masked: sorted
+ * 1, 0.5, 0.3, -1, the support is the largest k with 1 + k z_(k) > sum_{l <= k} z_(l) (k = 3:
+ * 1.9 > 1.8; k = 4: -3 < 0.8), tau = (1.8 - 1) / 3 = 4/15, a = (11/15, 7/30, 0, 1/30, 0); its
+ * Jacobian on the support is da - mean(da over the support). */
+TEST(attn_normalize_sparsemax_closed_form) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_tensor *e = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 1, 5}, (qkv_real[]){1, 0.5, -1, 0.3, 9});
+    qkv_mask m = qkv_mask_none();
+    m.key_padding = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){1, 5}, (int32_t[]){0, 0, 0, 0, 1});
+    qkv_tensor_requires_grad(e);
+    qkv_tensor *a = qkv_attn_normalize(ctx, e, QKV_NORM_SPARSEMAX, &m);
+    CHECK(a != NULL);
+    const double tau = (1 + 0.5 + 0.3 - 1) / 3, want[5] = {1 - tau, 0.5 - tau, 0, 0.3 - tau, 0};
+    double sum = 0;
+    for (int j = 0; a && j < 5; j++) {
+        CHECK_NEAR(at4(a, 0, 0, 0, j), want[j], 1e-6);
+        sum += at4(a, 0, 0, 0, j);
+    }
+    CHECK(a && at4(a, 0, 0, 0, 2) == 0 && at4(a, 0, 0, 0, 4) == 0); /* exact zeros */
+    CHECK_NEAR(sum, 1, 1e-6);
+    /* backward of sum_j w_j a_j: w_j - mean(w over the support {0, 1, 3}) there, 0 elsewhere */
+    const qkv_real w[5] = {1, 2, 3, 4, 5};
+    qkv_tensor *wt = qkv_tensor_from(ctx, QKV_REAL, 4, (int64_t[]){1, 1, 1, 5}, (qkv_real *)w);
+    CHECK_OK(qkv_backward(ctx, qkv_sum(ctx, qkv_mul(ctx, a, wt))));
+    const double mean = (1 + 2 + 4) / 3.0, dwant[5] = {1 - mean, 2 - mean, 0, 4 - mean, 0};
+    for (int j = 0; e->grad && j < 5; j++) CHECK_NEAR(((qkv_real *)e->grad)[j], dwant[j], 1e-6);
+    qkv_ctx_free(ctx);
+}
+
 TEST(attn_normalize_mask_rules_closed_forms) {
     qkv_ctx *ctx = tu_ctx();
     const int64_t T = 5, S = 5;
@@ -140,7 +169,7 @@ TEST(attn_normalize_graph_adjacency) {
     qkv_mask m = qkv_mask_none();
     m.allowed = al;
     qkv_tensor *e = constant_scores(ctx, 2, 3, 5, 5, 2.0);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < (int)(sizeof all_norms / sizeof *all_norms); k++) {
         qkv_tensor *a = qkv_attn_normalize(ctx, e, all_norms[k], &m);
         CHECK(a != NULL);
         for (int64_t b = 0; a && b < 2; b++)
@@ -154,6 +183,7 @@ TEST(attn_normalize_graph_adjacency) {
                         if (adj[i * 5 + j]) {
                             switch (all_norms[k]) {
                             case QKV_NORM_SOFTMAX:
+                            case QKV_NORM_SPARSEMAX: /* equal scores: uniform over the allowed keys */
                                 want = 1.0 / deg;
                                 break;
                             case QKV_NORM_RELU:

@@ -29,7 +29,9 @@ typedef enum qkv_attn_norm {
     QKV_NORM_SOFTMAX = 0,
     QKV_NORM_RELU = 1,         /* a = relu(e) */
     QKV_NORM_RELU_ROWNORM = 2, /* a = relu(e) / (sum_j relu(e_j) + eps), eps = 1e-6 */
-    QKV_NORM_SIGMOID = 3       /* a = sigmoid(e)  (no normalisation across keys) */
+    QKV_NORM_SIGMOID = 3,      /* a = sigmoid(e)  (no normalisation across keys) */
+    QKV_NORM_SPARSEMAX = 4     /* a = argmin_{p in simplex} |p - e|^2 = max(e - tau, 0), tau such
+                                  that sum a = 1: exact zeros below tau (Martins & Astudillo 2016) */
 } qkv_attn_norm;
 
 /* Which (i, j) pairs may attend. All fields off = everything allowed; start from

@@ -110,31 +110,27 @@ static qkv_real element(const qkv_st_entry *e, int64_t i) {
     return (qkv_real)v;
 }
 
-static qkv_status find_block_tensor(const qkv_st_file *f, int block, const qkv_tensor *pt, qkv_st_entry *e) {
-    char name[512];
-    snprintf(name, sizeof name, "%s%.400s", block_prefix[block], pt->name);
-    return qkv_st_find(f, name, e);
+/* The file's name of parameter pt's tensor in block b ("optim.m.<name>", ...). */
+static void block_name(int b, const qkv_tensor *pt, char *name, size_t size) {
+    snprintf(name, size, "%s%s", block_prefix[b], pt->name);
 }
 
 /* Every value of tensor i of block b must be finite once converted to qkv_real (an F64 value
  * beyond float's range is not), and a second moment (Adam's running mean of squared gradients)
  * must not be negative: a NaN weight or moment would turn every later step into NaN, and the
  * trainer would only find out at its next save, so such a checkpoint is refused at load. */
-static qkv_status check_values(const qkv_trainer *t, const qkv_st_file *f, const char *path, int b, int64_t i) {
-    const qkv_tensor *pt = qkv_params_get(t->model->params, i);
-    qkv_st_entry e;
-    find_block_tensor(f, b, pt, &e);
-    for (int64_t k = 0, m = qkv_tensor_numel(pt); k < m; k++) {
-        const qkv_real v = element(&e, k);
+static qkv_status check_values(const qkv_st_entry *e, const char *path, const char *name, int b, int64_t numel) {
+    for (int64_t k = 0; k < numel; k++) {
+        const qkv_real v = element(e, k);
         if (isfinite(v) && !(b == 2 && v < 0)) continue;
         const char *what = isnan(v) ? "NaN" : isinf(v) ? "an infinite value" : "a negative value";
-        if (isinf(v) && e.dtype == QKV_F64) {
+        if (isinf(v) && e->dtype == QKV_F64) {
             double d;
-            memcpy(&d, (const char *)e.data + 8 * k, 8);
+            memcpy(&d, (const char *)e->data + 8 * k, 8);
             if (isfinite(d)) what = "a value beyond float's range";
         }
-        return QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s%.200s' holds %s at element %lld%s", path, block_prefix[b],
-                         pt->name, what, (long long)k,
+        return QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%.300s' holds %s at element %lld%s", path, name, what,
+                         (long long)k,
                          b == 2 && isfinite(v) ? " (a second moment is a mean of squares)" : "");
     }
     return QKV_OK;
@@ -171,11 +167,11 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
     if (!st && n && (qkv_st_find(f, first_ema, &probe) == QKV_OK) != (t->ema != NULL))
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: the checkpoint %s a parameter average (ema.*), the trainer %s (ema_decay %g)",
                        path, t->ema ? "lacks" : "holds", t->ema ? "keeps one" : "does not", t->cfg.ema_decay);
-    /* validate every tensor before copying anything */
+    /* validate every tensor, its shape, dtype and values, before copying anything */
     for (int64_t k = 0; k < blocks * n && !st; k++) {
         const qkv_tensor *pt = qkv_params_get(p, k % n);
         char name[512];
-        snprintf(name, sizeof name, "%s%s", block_prefix[k / n], pt->name);
+        block_name((int)(k / n), pt, name, sizeof name);
         qkv_st_entry e;
         if (qkv_st_find(f, name, &e) != QKV_OK) {
             st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' is missing", path, name);
@@ -184,15 +180,17 @@ qkv_status qkv_trainer_load(qkv_trainer *t, const char *path, int64_t *data_epoc
         bool same = e.ndim == pt->ndim && e.known_dtype && (e.dtype == QKV_F32 || e.dtype == QKV_F64);
         for (int d = 0; same && d < e.ndim; d++) same = e.shape[d] == pt->shape[d];
         if (!same) st = QKV_ERROR(QKV_ERR_FORMAT, "%s: tensor '%s' has the wrong shape or dtype (%s)", path, name, e.dtype_name);
+        if (!st) st = check_values(&e, path, name, (int)(k / n), qkv_tensor_numel(pt));
     }
-    for (int64_t k = 0; k < blocks * n && !st; k++) st = check_values(t, f, path, (int)(k / n), k % n);
     if (!st && qkv_st_count(f) != blocks * n)
         st = QKV_ERROR(QKV_ERR_FORMAT, "%s: %lld tensors, expected %lld", path, (long long)qkv_st_count(f),
                        (long long)(blocks * n));
     for (int64_t k = 0; k < blocks * n && !st; k++) {
         const qkv_tensor *pt = qkv_params_get(p, k % n);
+        char name[512];
+        block_name((int)(k / n), pt, name, sizeof name);
         qkv_st_entry e;
-        find_block_tensor(f, (int)(k / n), pt, &e);
+        qkv_st_find(f, name, &e);
         qkv_real *dst = slice(t, (int)(k / n), k % n);
         for (int64_t i = 0, m = qkv_tensor_numel(pt); i < m; i++) dst[i] = element(&e, i);
     }

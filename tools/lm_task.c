@@ -230,6 +230,34 @@ static int lm_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     return rc;
 }
 
+/* Where encode_line's symbols go. */
+typedef struct line_sink {
+    const qkv_vocab *v;
+    lm_unit unit;
+    const char *file;
+    int64_t line_no, k, max;
+    int32_t *ids;
+    char *copy;
+    size_t at;
+    const char **syms;
+} line_sink;
+
+static qkv_status line_symbol(void *ctx, size_t off, size_t len, const char *sym, size_t w) {
+    (void)off, (void)len;
+    line_sink *s = ctx;
+    if (s->k == s->max)
+        return qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: longer than the model's limit of %lld %s (model.max_len - 1)",
+                             s->file, (long long)s->line_no, (long long)s->max,
+                             qkv_tokenizer_unit(lm_unit_tokenizer(s->unit)));
+    const int32_t id = qkv_vocab_find(s->v, sym, w);
+    s->ids[++s->k] = id >= QKV_VOCAB_RESERVED ? id : QKV_VOCAB_UNK;
+    memcpy(s->copy + s->at, sym, w);
+    s->copy[s->at + w] = '\0';
+    if (s->syms) s->syms[s->k] = s->copy + s->at;
+    s->at += w + 1;
+    return QKV_OK;
+}
+
 /* The symbols of a line (lm_text.h) as ids of v after <bos> (unknown: <unk>): ids[0] = <bos>,
  * *n = symbols + 1. Error "FILE:LINE: ..." past max symbols. The symbol texts go to syms (NULL:
  * not kept), each NUL-terminated in the copy *text (malloc'd; the caller frees it). */
@@ -237,46 +265,18 @@ static qkv_status encode_line(const qkv_vocab *v, lm_unit unit, const char *file
                               const char *line, int64_t max, int32_t *ids, int64_t *n, char **text,
                               const char **syms) {
     const size_t len = strlen(line);
-    char *copy = malloc(2 * len + 1); /* each symbol with its NUL */
-    if (!copy) return qkv_set_error(QKV_ERR_OOM, "out of memory");
-    int64_t k = 0;
-    size_t at = 0;
+    line_sink s = {.v = v, .unit = unit, .file = file, .line_no = line_no, .max = max, .ids = ids, .syms = syms,
+                   .copy = malloc(2 * len + 1)}; /* each symbol with its NUL */
+    if (!s.copy) return qkv_set_error(QKV_ERR_OOM, "out of memory");
     ids[0] = QKV_VOCAB_BOS;
-    for (size_t i = 0; i < len;) {
-        size_t w = 1;
-        if (unit == LM_UNIT_WORD) {
-            if (line[i] == ' ' || line[i] == '\t') {
-                i++;
-                continue;
-            }
-            w = strcspn(line + i, " \t");
-        } else {
-            while (i + w < len && ((unsigned char)line[i + w] & 0xC0) == 0x80)
-                w++; /* the rest of a character */
-        }
-        if (k == max) {
-            free(copy);
-            return qkv_set_error(
-                QKV_ERR_SHAPE,
-                "%s:%lld: longer than the model's limit of %lld %s (model.max_len - 1)", file,
-                (long long)line_no, (long long)max, unit == LM_UNIT_CHAR ? "characters" : "words");
-        }
-        const int32_t id = qkv_vocab_find(v, line + i, w);
-        ids[++k] = id >= QKV_VOCAB_RESERVED ? id : QKV_VOCAB_UNK;
-        memcpy(copy + at, line + i, w);
-        copy[at + w] = '\0';
-        if (syms) syms[k] = copy + at;
-        at += w + 1;
-        i += w;
+    qkv_status st = qkv_tokenizer_split(lm_unit_tokenizer(unit), line, len, "prompt", line_symbol, &s);
+    if (st) {
+        free(s.copy);
+        return st;
     }
-    *n = k + 1;
-    *text = copy;
+    *n = s.k + 1;
+    *text = s.copy;
     return QKV_OK;
-}
-
-static void print_symbols(const run_dir *r, lm_unit unit, const int32_t *ids, int32_t n) {
-    for (int32_t t = 0; t < n && ids[t] != QKV_VOCAB_EOS; t++)
-        printf("%s%s", unit == LM_UNIT_WORD && t ? " " : "", qkv_vocab_symbol(r->tgt, ids[t]));
 }
 
 typedef struct decode_state {
@@ -309,7 +309,7 @@ static int decode_line(void *user, const char *file, int64_t line_no, char *line
         for (int32_t k = 0; k < h.count[0]; k++) {
             const qkv_hypothesis *hy = &h.hyp[k];
             printf("%s\t", line);
-            print_symbols(d->r, d->unit, hy->tokens, hy->length);
+            print_symbols(stdout, lm_unit_tokenizer(d->unit), d->r->tgt, hy->tokens, hy->length);
             if (d->dp.n_best > 1) printf("\t%.4f", hy->score);
             printf("\n");
         }

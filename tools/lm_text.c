@@ -12,6 +12,9 @@ static const char *long_names[] = {"error", "split", "skip"};
 const char *lm_unit_name(lm_unit u) {
     return unit_names[u];
 }
+const qkv_tokenizer *lm_unit_tokenizer(lm_unit u) {
+    return qkv_tokenizer_shared(u == LM_UNIT_WORD ? QKV_TOKENIZER_WORDS : QKV_TOKENIZER_CHARS);
+}
 const char *lm_long_lines_name(lm_long_lines l) {
     return long_names[l];
 }
@@ -32,7 +35,7 @@ qkv_status lm_text_read(const char *path, const lm_text_opts *o, lm_text *out) {
         return qkv_set_error(QKV_ERR_INVALID_ARG,
                              "a language model needs model.max_len >= 2 (got %lld)",
                              (long long)o->max_symbols + 1);
-    qkv_read_opts ro = {.text_words = o->unit == LM_UNIT_WORD};
+    qkv_read_opts ro = {.tgt_tokenizer = lm_unit_tokenizer(o->unit)};
     if (o->long_lines == LM_LONG_ERROR) ro.max_tgt_len = o->max_symbols;
     if (o->long_lines == LM_LONG_SPLIT) ro.text_chunk = o->max_symbols;
     qkv_status st = qkv_corpus_read(QKV_CORPUS_TEXT, path, &ro, &out->corpus);

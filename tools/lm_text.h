@@ -43,6 +43,8 @@ typedef struct lm_text_opts {
 bool lm_read_text_opts(config *cfg, int64_t max_len, lm_text_opts *o);
 /* "char" / "word" and "error" / "split" / "skip". */
 const char *lm_unit_name(lm_unit u);
+/* The tokenizer of a unit: chars for char, words for word (qkv_tokenizer.h). */
+const qkv_tokenizer *lm_unit_tokenizer(lm_unit u);
 const char *lm_long_lines_name(lm_long_lines l);
 
 typedef struct lm_text {

@@ -1,8 +1,10 @@
 /* run_dir.c: see run_dir.h. */
 #include "run_dir.h"
+#include "seq2seq_task.h"
 #include "task.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,6 +39,9 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
                        qkv_vocab_size(out->src), qkv_vocab_size(out->tgt), out->model->cfg.src_vocab, out->model->cfg.tgt_vocab);
     snprintf(out->dir, sizeof out->dir, "%s", base);
     out->task = &seq2seq_task_ops;
+    seq2seq_settings s2s = {.src_tokenizer = QKV_TOKENIZER_CHARS, .tgt_tokenizer = QKV_TOKENIZER_TOKENS};
+    out->src_tokenizer = s2s.src_tokenizer;
+    out->tgt_tokenizer = s2s.tgt_tokenizer;
     char conf[1200];
     snprintf(conf, sizeof conf, "%s/task.conf", base);
     if (!st && access(conf, F_OK) == 0) {
@@ -45,8 +50,10 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
             st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
         else if (!name || !(out->task = task_find(name)))
             st = qkv_set_error(QKV_ERR_FORMAT, "%s: unknown task '%s'", conf, name ? name : "(none)");
-        else if (out->task == &seq2seq_task_ops && !config_bool(&out->conf, "data.src_tokens", false, &out->src_tokens))
+        else if (out->task == &seq2seq_task_ops && !seq2seq_read_tokenizers(&out->conf, &s2s))
             st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
+        out->src_tokenizer = s2s.src_tokenizer;
+        out->tgt_tokenizer = s2s.tgt_tokenizer;
     }
     if (!st && image && out->task != &image_task_ops)
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: an image model, but not a run of task = image (task.conf)", base);
@@ -65,29 +72,60 @@ void run_dir_free(run_dir *r) {
     memset(r, 0, sizeof *r);
 }
 
-qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text, bool tokens,
-                          int32_t *ids, int64_t max, int64_t *len) {
-    int64_t n = 0;
-    const char *p = text;
-    tokens = tokens || r->src_tokens;
-    while (*p) {
-        size_t k;
-        if (tokens) {
-            while (*p == ' ') p++;
-            if (!*p) break;
-            k = strcspn(p, " ");
-        } else {
-            k = 1;
-            while ((p[k] & 0xC0) == 0x80) k++; /* the rest of a UTF-8 character */
-        }
-        if (n == max)
-            return qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols", file,
-                                 (long long)line_no, (long long)max);
-        qkv_status st = qkv_vocab_lookup(r->src, p, k, true, file, line_no, &ids[n]);
-        if (st) return st;
-        n++;
-        p += k;
+const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens) {
+    return qkv_tokenizer_shared(tokens ? QKV_TOKENIZER_TOKENS : r->src_tokenizer);
+}
+
+typedef struct encode_sink {
+    const run_dir *r;
+    const char *file;
+    int64_t line_no;
+    int32_t *ids;
+    int64_t n, max;
+    bool failed; /* encode_symbol's own error (already "FILE:LINE: ...") */
+} encode_sink;
+
+static qkv_status encode_symbol(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    (void)off, (void)len;
+    encode_sink *e = ctx;
+    qkv_status st = e->n == e->max ? qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols",
+                                                   e->file, (long long)e->line_no, (long long)e->max)
+                                   : qkv_vocab_lookup(e->r->src, sym, sym_len, true, e->file, e->line_no, &e->ids[e->n++]);
+    e->failed = st != QKV_OK;
+    return st;
+}
+
+qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text,
+                          const qkv_tokenizer *tok, int32_t *ids, int64_t max, int64_t *len) {
+    encode_sink e = {.r = r, .file = file, .line_no = line_no, .ids = ids, .max = max};
+    qkv_status st = qkv_tokenizer_split(tok, text, strlen(text), "input", encode_symbol, &e);
+    if (st && !e.failed) /* the tokenizer's message: where */
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s:%lld: %s", file, (long long)line_no, qkv_last_error());
+    *len = e.n;
+    return st;
+}
+
+void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n) {
+    int64_t m = 0;
+    while (m < n && ids[m] != QKV_VOCAB_EOS)
+        m++;
+    const char **syms = malloc(sizeof *syms * (size_t)(m ? m : 1));
+    size_t *lens = malloc(sizeof *lens * (size_t)(m ? m : 1)), len = 0;
+    char *text = NULL;
+    for (int64_t i = 0; syms && lens && i < m; i++) {
+        syms[i] = qkv_vocab_symbol(v, ids[i]);
+        lens[i] = syms[i] ? strlen(syms[i]) : 0;
     }
-    *len = n;
-    return QKV_OK;
+    if (syms && lens && !qkv_tokenizer_join(t, syms, lens, m, NULL, 0, &len) && (text = malloc(len + 1)) &&
+        !qkv_tokenizer_join(t, syms, lens, m, text, len + 1, &len))
+        fputs(text, f);
+    else
+        fputs("(out of memory)", f);
+    free(text);
+    free(syms);
+    free(lens);
+}
+
+void run_dir_print_target(FILE *f, const run_dir *r, const int32_t *ids, int64_t n) {
+    print_symbols(f, qkv_tokenizer_shared(r->tgt_tokenizer), r->tgt, ids, n);
 }

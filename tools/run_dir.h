@@ -7,6 +7,8 @@
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
 
+#include <stdio.h>
+
 struct task_ops;
 
 typedef struct run_dir {
@@ -16,7 +18,8 @@ typedef struct run_dir {
     char dir[1024];             /* where the run's files are */
     const struct task_ops *task; /* from task.conf; seq2seq when there is none */
     config conf;                /* task.conf (empty when there is none) */
-    bool src_tokens;            /* seq2seq: data.src_tokens of task.conf (space-separated sources) */
+    qkv_tokenizer_kind src_tokenizer; /* seq2seq: data.src_tokenizer of task.conf (chars without one) */
+    qkv_tokenizer_kind tgt_tokenizer; /* seq2seq: data.tgt_tokenizer of task.conf (tokens without one) */
 } run_dir;
 
 /* Load dir/model.safetensors (or dir itself when it names a .safetensors file, with the
@@ -27,11 +30,20 @@ typedef struct run_dir {
 qkv_status run_dir_load(const char *dir, run_dir *out);
 void run_dir_free(run_dir *r);
 
-/* Split one input line into source symbols (UTF-8 characters, or space-separated tokens when
- * tokens or r->src_tokens is set) and look
- * them up in r->src: at most max ids into ids, their number in *len. An unknown symbol or a line
- * longer than max is an error naming file and line (qkv_last_error()). */
-qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text, bool tokens,
-                          int32_t *ids, int64_t max, int64_t *len);
+/* The tokenizer of the run's sources: data.src_tokenizer of task.conf, or tokens when `tokens`
+ * (--tokens, for runs without a task.conf that says so). */
+const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens);
+
+/* Cut one input line into source symbols with tok and look them up in r->src: at most max ids
+ * into ids, their number in *len. An unknown symbol, a line the tokenizer refuses or one longer
+ * than max is an error naming file and line (qkv_last_error()). */
+qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text,
+                          const qkv_tokenizer *tok, int32_t *ids, int64_t max, int64_t *len);
+
+/* Write the symbols of ids[0, n) in v, up to the first <eos>, to f, joined as tokenizer t joins
+ * them (words, phones: one space between them; characters: nothing). */
+void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n);
+/* The same with the run's target vocabulary and tokenizer. */
+void run_dir_print_target(FILE *f, const run_dir *r, const int32_t *ids, int64_t n);
 
 #endif

@@ -72,7 +72,7 @@ int seq2seq_attn_run(run_dir *r, const char *input, const task_run_opts *o) {
     const char *src_label[MAX_LEN];
     int32_t S = 0;
     int64_t n_src = 0;
-    if (run_dir_encode(r, "<input>", 1, input, tokens, src, c->max_len < MAX_LEN ? c->max_len : MAX_LEN, &n_src)) {
+    if (run_dir_encode(r, "<input>", 1, input, run_dir_src_tokenizer(r, tokens), src, c->max_len < MAX_LEN ? c->max_len : MAX_LEN, &n_src)) {
         fprintf(stderr, "qkv attn: %s\n", qkv_last_error());
         goto done;
     }

@@ -48,7 +48,7 @@ static void show_word(const run_dir *r, const seq2seq_eval_set *e, const seq2seq
     size_t len = 0;
     const char *word = qkv_corpus_key(e->corpus, e->groups.start[g], &len);
     printf("%.*s\t", (int)len, word);
-    for (int64_t k = 0; k < hyps->len[g]; k++) printf("%s%s", k ? " " : "", qkv_vocab_symbol(r->tgt, hyps->tokens[g][k]));
+    run_dir_print_target(stdout, r, hyps->tokens[g], hyps->len[g]);
     printf("\t(reference:");
     const int64_t ex = e->groups.start[g];
     for (int64_t k = 0; k < qkv_corpus_length(e->corpus, ex, QKV_FIELD_TGT); k++) {
@@ -65,7 +65,8 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     memset(&s, 0, sizeof s);
     s.max_src_len = r->model->cfg.max_len;     /* what the encoder accepts */
     s.max_tgt_len = r->model->cfg.max_len - 1; /* references longer than any hypothesis can be are still read */
-    s.src_tokens = o->src_tokens || r->src_tokens;
+    s.src_tokenizer = o->src_tokens ? QKV_TOKENIZER_TOKENS : r->src_tokenizer;
+    s.tgt_tokenizer = r->tgt_tokenizer;
     s.decode = eval_search(r->model, o);
     char what[96];
     describe_search(&s.decode, what, sizeof what);
@@ -147,10 +148,7 @@ static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
         for (int32_t k = 0; k < h.count[b]; k++) {
             const qkv_hypothesis *hy = &h.hyp[b * h.n_best + k];
             printf("%s\t", p->text[b]);
-            for (int32_t t = 0; t < hy->length; t++) {
-                if (hy->tokens[t] == dp->eos_id) break;
-                printf("%s%s", t ? " " : "", qkv_vocab_symbol(r->tgt, hy->tokens[t]));
-            }
+            run_dir_print_target(stdout, r, hy->tokens, hy->length); /* up to <eos> (dp->eos_id) */
             if (dp->n_best > 1) printf("\t%.4f", hy->score);
             printf("\n");
         }
@@ -164,7 +162,8 @@ static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
 typedef struct {
     const run_dir *r;
     const qkv_decode_params *dp;
-    bool tokens, stream;
+    const qkv_tokenizer *tok; /* of the inputs */
+    bool stream;
     int64_t max_in;
     int32_t *ids; /* (max_in) */
     pending p;
@@ -182,7 +181,7 @@ static int decode_line(void *user, const char *file, int64_t line_no, char *line
         return 0;
     }
     int64_t len = 0;
-    if (run_dir_encode(d->r, file, line_no, line, d->tokens, d->ids, d->max_in, &len)) {
+    if (run_dir_encode(d->r, file, line_no, line, d->tok, d->ids, d->max_in, &len)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
@@ -201,7 +200,7 @@ int seq2seq_decode_run(run_dir *r, const char *const *files, int n_files, const 
     dp.eos_id = QKV_VOCAB_EOS;
     /* dp.max_len: --max-len, else 0: up to the model's limit */
     const int64_t max_in = r->model->cfg.max_len;
-    decode_lines d = {.r = r, .dp = &dp, .tokens = o->src_tokens, .stream = o->stream, .max_in = max_in};
+    decode_lines d = {.r = r, .dp = &dp, .tok = run_dir_src_tokenizer(r, o->src_tokens), .stream = o->stream, .max_in = max_in};
     d.ids = malloc(sizeof(int32_t) * (size_t)max_in);
     int rc = d.ids ? input_for_each_line("decode", files, n_files, decode_line, &d) : 1;
     if (!d.ids) fprintf(stderr, "qkv decode: out of memory\n");

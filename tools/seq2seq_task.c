@@ -6,6 +6,25 @@
 #include <string.h>
 
 
+bool seq2seq_read_tokenizers(config *cfg, seq2seq_settings *s) {
+    bool src_tokens;
+    const char *src_name;
+    int src, tgt;
+    if (!config_bool(cfg, "data.src_tokens", false, &src_tokens) ||
+        !config_str(cfg, "data.src_tokenizer", NULL, &src_name) ||
+        !config_registry(cfg, "data.src_tokenizer", QKV_REGISTRY_TOKENIZER,
+                         src_tokens ? QKV_TOKENIZER_TOKENS : QKV_TOKENIZER_CHARS, &src) ||
+        !config_registry(cfg, "data.tgt_tokenizer", QKV_REGISTRY_TOKENIZER, QKV_TOKENIZER_TOKENS, &tgt))
+        return false;
+    if (src_tokens && src != QKV_TOKENIZER_TOKENS)
+        return config_fail(cfg, "data.src_tokens",
+                           "data.src_tokens = true says data.src_tokenizer = tokens, but data.src_tokenizer = %s",
+                           src_name);
+    s->src_tokenizer = (qkv_tokenizer_kind)src;
+    s->tgt_tokenizer = (qkv_tokenizer_kind)tgt;
+    return true;
+}
+
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     memset(s, 0, sizeof *s);
     int64_t v;
@@ -19,8 +38,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     s->train = c.train;
     s->steps = c.steps, s->max_tokens = c.max_tokens, s->eval_every = c.eval_every;
     s->log_every = c.log_every, s->threads = c.threads;
-    if (!config_bool(cfg, "data.src_tokens", false, &s->src_tokens) ||
-        !config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) ||
+    if (!seq2seq_read_tokenizers(cfg, s) || !config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) ||
         !config_int(cfg, "data.max_tgt_len", 64, 1, 100000, &s->max_tgt_len))
         return false;
     /* model: the encoder's keys (task.c), then the decoder's */
@@ -103,10 +121,17 @@ qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id) {
     return add ? qkv_vocab_add(tgt, SEQ2SEQ_MASK, strlen(SEQ2SEQ_MASK), mask_id) : QKV_OK;
 }
 
+qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s) {
+    return (qkv_read_opts){.max_src_len = s->max_src_len,
+                           .max_tgt_len = s->max_tgt_len,
+                           .src_tokenizer = qkv_tokenizer_shared(s->src_tokenizer),
+                           .tgt_tokenizer = qkv_tokenizer_shared(s->tgt_tokenizer)};
+}
+
 qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out) {
     memset(out, 0, sizeof *out);
-    qkv_read_opts ro = {.max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokens = s->src_tokens};
+    const qkv_read_opts ro = seq2seq_read_opts(s);
     qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, &ro, &out->corpus);
     if (!st) st = qkv_dataset_encode(out->corpus, src, tgt, false, &out->data);
     if (!st) st = qkv_corpus_groups(out->corpus, &out->groups);
@@ -226,7 +251,7 @@ static qkv_status s2s_prepare(task *base, bool resume) {
     const seq2seq_settings *s = &t->s;
     const char *dir = s->out_dir;
     char path[1024];
-    qkv_read_opts ro = {.max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokens = s->src_tokens};
+    const qkv_read_opts ro = seq2seq_read_opts(s);
     qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, s->train_path, &ro, &t->train_corpus);
     if (st) return st;
     /* vocabularies: built from the training set on a fresh run, read back on resume */
@@ -242,8 +267,13 @@ static qkv_status s2s_prepare(task *base, bool resume) {
         if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, true, &base->s.model.mask_id))) return st;
         if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_save(t->src, path))) return st;
         if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_save(t->tgt, path))) return st;
-        const char *lines[] = {s->src_tokens ? "data.src_tokens = true" : "data.src_tokens = false"};
-        if ((st = task_write_conf(dir, "seq2seq", lines, 1))) return st;
+        char src_line[64], tgt_line[64];
+        snprintf(src_line, sizeof src_line, "data.src_tokenizer = %s",
+                 qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s->src_tokenizer));
+        snprintf(tgt_line, sizeof tgt_line, "data.tgt_tokenizer = %s",
+                 qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s->tgt_tokenizer));
+        const char *lines[] = {src_line, tgt_line};
+        if ((st = task_write_conf(dir, "seq2seq", lines, 2))) return st;
     }
     if ((st = qkv_dataset_encode(t->train_corpus, t->src, t->tgt, true, &t->train))) return st;
     if ((st = seq2seq_eval_set_load(s->dev_path, s, t->src, t->tgt, &t->dev))) return st;

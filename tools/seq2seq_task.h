@@ -18,7 +18,8 @@
 
 typedef struct seq2seq_settings {
     const char *train_path, *dev_path, *test_path, *out_dir;
-    bool src_tokens;           /* source = space-separated tokens instead of characters */
+    qkv_tokenizer_kind src_tokenizer; /* data.src_tokenizer (chars; data.src_tokens = true: tokens) */
+    qkv_tokenizer_kind tgt_tokenizer; /* data.tgt_tokenizer (tokens) */
     int64_t max_src_len, max_tgt_len;
     qkv_model_config model;
     qkv_train_config train;
@@ -29,6 +30,11 @@ typedef struct seq2seq_settings {
 
 /* Read every setting (defaults documented in docs/cli.md). False with cfg->error on a bad value. */
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s);
+/* data.src_tokenizer (data.src_tokens = true is its older spelling of tokens) and
+ * data.tgt_tokenizer: from the training configuration, or from a run's task.conf. */
+bool seq2seq_read_tokenizers(config *cfg, seq2seq_settings *s);
+/* How the pairs files are read: the length limits and the two tokenizers. */
+qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s);
 
 /* The evaluation data of a split: its corpus encoded with the run's vocabularies, and the groups
  * of references (one item per word). */

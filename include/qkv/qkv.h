@@ -11,6 +11,7 @@
  *   qkv_optim.h     SGD, Adam, AdamW, learning-rate schedules, gradient clipping
  *   qkv_train.h     the trainer: steps, scheduled sampling, guided attention, checkpoints
  *   qkv_data.h      vocabularies, corpora, datasets, batching, metrics, the data-set converters
+ *   qkv_tokenizer.h text <-> symbols: characters, pre-tokenized tokens, words
  *   qkv_viz.h       attention maps and training curves: SVG, PNG, HTML, terminal
  *   qkv_registry.h  the names, values and help of every enumeration above
  */
@@ -27,6 +28,7 @@
 #include "qkv_optim.h"
 #include "qkv_train.h"
 #include "qkv_data.h"
+#include "qkv_tokenizer.h"
 #include "qkv_viz.h"
 #include "qkv_registry.h"
 

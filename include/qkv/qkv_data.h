@@ -22,6 +22,7 @@
 #define QKV_DATA_H
 
 #include "qkv.h"
+#include "qkv_tokenizer.h"
 
 #include <stdbool.h>
 
@@ -108,9 +109,13 @@ QKV_API qkv_status qkv_vocab_load(const char *path, qkv_vocab **out);
  *                       with the line's number (qkv_corpus_line tells the pieces of one line);
  *                       qkv_corpus_key is the piece's text.
  *
+ * The text fields (a pairs source and target, a labeled line's tokens, a plain text) are cut by
+ * tokenizers (qkv_tokenizer.h); the defaults are those named above, and qkv_read_opts can set
+ * others (a pairs target of words, a text of tokens).
+ *
  * Every file is ASCII-compatible UTF-8 with '\n' line ends. The reader rejects (QKV_ERR_FORMAT,
  * "FILE:LINE: problem") a missing or extra TAB, an empty field or token (two spaces in a row, a
- * leading or trailing space), a '\r', a NUL byte, invalid UTF-8, a line with a different number
+ * leading or trailing space), a field whose tokenizer finds no symbol in it, a '\r', a NUL byte, invalid UTF-8, a line with a different number
  * of columns than the first (tagged), a blank line in a pairs or labeled file, two blank lines in
  * a row (an empty sentence), and a source or target longer than max_src_len / max_tgt_len (a
  * text: when it is not cut into chunks). The last line may lack its '\n'; a tagged file may lack
@@ -134,6 +139,12 @@ typedef struct qkv_read_opts {
     bool src_tokens;     /* pairs: source = space-separated tokens, not characters */
     bool text_words;     /* text: the symbols are the words, not the characters */
     int64_t text_chunk;  /* text: cut lines of more symbols into pieces of this many; 0: none */
+    /* The tokenizers of the text fields (qkv_tokenizer.h), overriding the defaults above when set:
+     * src_tokenizer cuts a pairs source (default chars, or tokens with src_tokens) and a labeled
+     * line's tokens (default tokens); tgt_tokenizer cuts a pairs target (default tokens) and a
+     * plain text (default chars, or words with text_words). Tagged files do not use them. */
+    const qkv_tokenizer *src_tokenizer;
+    const qkv_tokenizer *tgt_tokenizer;
 } qkv_read_opts;
 
 typedef struct qkv_corpus qkv_corpus;

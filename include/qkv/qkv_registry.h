@@ -18,6 +18,7 @@
  *   scheduled_sampling  qkv_ss_kind          train/trainer.c
  *   decode_strategy     qkv_decode_strategy  infer/decode.c
  *   length_penalty      qkv_length_penalty   infer/beam.c
+ *   tokenizer           qkv_tokenizer_kind   data/tokenizer.c
  */
 #ifndef QKV_REGISTRY_H
 #define QKV_REGISTRY_H
@@ -54,6 +55,7 @@ typedef enum qkv_registry_id {
     QKV_REGISTRY_SCHEDULED_SAMPLING,
     QKV_REGISTRY_DECODE_STRATEGY,
     QKV_REGISTRY_LENGTH_PENALTY,
+    QKV_REGISTRY_TOKENIZER,
     QKV_REGISTRY_COUNT
 } qkv_registry_id;
 

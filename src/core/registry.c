@@ -5,6 +5,7 @@
  */
 #include "qkv/qkv.h"
 #include "qkv/qkv_registry.h"
+#include "qkv/qkv_tokenizer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,11 @@ TABLE(length_penalty, "length_penalty", "beam search length penalty", "qkv_lengt
       {"average", QKV_LENGTH_PENALTY_AVERAGE, "rank by the mean log-probability per token"},
       {"gnmt", QKV_LENGTH_PENALTY_GNMT, "divide by ((5 + length) / 6)^alpha (Wu et al. 2016)"})
 
+TABLE(tokenizer, "tokenizer", "tokenizer", "qkv_tokenizer_kind",
+      {"chars", QKV_TOKENIZER_CHARS, "every UTF-8 character is a symbol, spaces included"},
+      {"tokens", QKV_TOKENIZER_TOKENS, "already tokenized: symbols between single spaces"},
+      {"words", QKV_TOKENIZER_WORDS, "maximal runs of bytes other than space and TAB"})
+
 static const qkv_registry *const registries[QKV_REGISTRY_COUNT] = {
     [QKV_REGISTRY_ARCH] = &arch,
     [QKV_REGISTRY_POS] = &pos,
@@ -89,6 +95,7 @@ static const qkv_registry *const registries[QKV_REGISTRY_COUNT] = {
     [QKV_REGISTRY_SCHEDULED_SAMPLING] = &scheduled_sampling,
     [QKV_REGISTRY_DECODE_STRATEGY] = &decode_strategy,
     [QKV_REGISTRY_LENGTH_PENALTY] = &length_penalty,
+    [QKV_REGISTRY_TOKENIZER] = &tokenizer,
 };
 
 const qkv_registry *qkv_registry_get(qkv_registry_id id) {

@@ -4,8 +4,11 @@
  *
  * The file is copied into the corpus; symbols are (offset, length) spans into that copy, stored
  * back to back per field with an offset array per field (example i's source symbols are
- * src[src_off[i] .. src_off[i + 1])). Every line is validated before it is used; the first
- * problem stops the read with "FILE:LINE: problem" (QKV_ERR_FORMAT).
+ * src[src_off[i] .. src_off[i + 1])). A symbol a tokenizer spells differently from the text
+ * (subwords) is copied into a second buffer, `extra`: offsets past the text's NUL point there.
+ * Text fields are cut by the fields' tokenizers (qkv_tokenizer.h); a tagged file's words and tags
+ * are its columns. Every line is validated before it is used; the first problem stops the read
+ * with "FILE:LINE: problem" (QKV_ERR_FORMAT).
  */
 #include "data_internal.h"
 
@@ -28,7 +31,13 @@ struct qkv_corpus {
     int64_t *off[2]; /* (n + 1) per field: offsets into sym[field] */
     span *sym[2];    /* per field: every symbol, back to back */
     int64_t n_sym[2], cap_sym[2];
+    char *extra; /* symbols that are not spans of the text; offset size + 1 + k is extra[k] */
+    size_t n_extra, cap_extra;
 };
+
+static const char *span_text(const qkv_corpus *c, span s) {
+    return s.off <= (int64_t)c->size ? c->text + s.off : c->extra + (s.off - (int64_t)c->size - 1);
+}
 
 /* ---- growth ---- */
 
@@ -42,6 +51,27 @@ static bool push_sym(qkv_corpus *c, int field, int64_t off, int64_t len) {
     }
     c->sym[field][c->n_sym[field]++] = (span){off, len};
     return true;
+}
+
+/* A symbol handed out by a tokenizer: a span when it lies in the text, else a copy in extra. */
+static bool push_symbol(qkv_corpus *c, int field, const char *sym, size_t len) {
+    const uintptr_t p = (uintptr_t)sym, t = (uintptr_t)c->text;
+    if (p >= t && p - t <= c->size && len <= c->size - (p - t)) return push_sym(c, field, (int64_t)(p - t), (int64_t)len);
+    if (len > c->cap_extra - c->n_extra) {
+        size_t cap = c->cap_extra ? c->cap_extra : 1024;
+        while (cap - c->n_extra < len) {
+            if (cap > SIZE_MAX / 2) return false;
+            cap *= 2;
+        }
+        char *q = realloc(c->extra, cap);
+        if (!q) return false;
+        c->extra = q;
+        c->cap_extra = cap;
+    }
+    if (len) memcpy(c->extra + c->n_extra, sym, len);
+    const int64_t off = (int64_t)(c->size + 1 + c->n_extra);
+    c->n_extra += len;
+    return push_sym(c, field, off, (int64_t)len);
 }
 
 /* Open example n: its line, key and the start of its fields. line and key hold cap entries,
@@ -78,6 +108,7 @@ static void end_example(qkv_corpus *c) {
 typedef struct parser {
     qkv_corpus *c;
     const qkv_read_opts *o;
+    const qkv_tokenizer *tok[2]; /* per field: the tokenizer of its text (not used by tagged files) */
     const char *name;
     int64_t line;
     char q[200]; /* quoting scratch */
@@ -125,23 +156,64 @@ static qkv_status check_reserved(parser *P, bool unk_ok, const char *s, size_t l
                  id == QKV_VOCAB_UNK ? "; <unk> may stand in a source or a text, not in an output" : "");
 }
 
-/* Space-separated tokens of s[0, len) (at offset `base` of the text) into field `field`. */
-static qkv_status split_tokens(parser *P, int field, const char *s, size_t len, int64_t base,
-                               const char *what) {
-    size_t start = 0;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && s[i] != ' ') continue;
-        if (i == start)
-            return PFAIL(P,
-                         "empty token in the %s (two spaces in a row, or a leading or trailing "
-                         "space)",
-                         what);
-        qkv_status st = check_reserved(P, field == QKV_FIELD_SRC, s + start, i - start, what);
-        if (st) return st;
-        if (!push_sym(P->c, field, base + (int64_t)start, (int64_t)(i - start))) return oom(P);
-        start = i + 1;
+/* Where the symbols of one text field go: qkv_tokenizer_split hands each to sink_symbol. A plain
+ * text (pieces) also opens and closes its examples there, text_chunk symbols at most per piece. */
+typedef struct field_sink {
+    parser *P;
+    int field;
+    int64_t base;        /* the field's offset in the corpus text */
+    bool unk_ok;         /* <unk> may stand here (a source or a text) */
+    const char *what;    /* "source", "target", "tokens", "text" */
+    bool pieces;         /* a plain text */
+    int64_t piece_start; /* offset in the field of the open piece's first symbol; -1: none open */
+    size_t piece_end;    /* offset in the field where its last symbol ends */
+    bool any;            /* an example was opened for this line */
+    bool failed;         /* sink_symbol returned the error (already "FILE:LINE: ...") */
+    int64_t n_sym;       /* symbols of the field */
+} field_sink;
+
+static void close_piece(field_sink *k) {
+    qkv_corpus *c = k->P->c;
+    c->key[c->n] = (span){k->base + k->piece_start, (int64_t)k->piece_end - k->piece_start};
+    end_example(c);
+    k->piece_start = -1;
+}
+
+static qkv_status sink_symbol(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    field_sink *k = ctx;
+    parser *P = k->P;
+    qkv_corpus *c = P->c;
+    qkv_status st = QKV_OK;
+    if (k->pieces) {
+        const int64_t chunk = P->o->text_chunk;
+        if (k->piece_start >= 0 && chunk > 0 && c->n_sym[k->field] - c->off[k->field][c->n] == chunk) close_piece(k);
+        if (k->piece_start < 0) {
+            if (!begin_example(c, P->line, (span){k->base + (int64_t)off, 0})) st = oom(P);
+            k->piece_start = (int64_t)off;
+            k->any = true;
+        }
+        k->piece_end = off + len;
     }
-    return QKV_OK;
+    if (!st) st = check_reserved(P, k->unk_ok, sym, sym_len, k->what);
+    if (!st && !push_symbol(c, k->field, sym, sym_len)) st = oom(P);
+    k->n_sym++;
+    k->failed = st != QKV_OK;
+    return st;
+}
+
+/* Cut s[0, len) (at offset base of the text) with the field's tokenizer into field `field`. A
+ * text the tokenizer refuses becomes "FILE:LINE: <its message>". */
+static qkv_status tokenize_field(parser *P, field_sink *k, const char *s, size_t len) {
+    qkv_status st = qkv_tokenizer_split(P->tok[k->field], s, len, k->what, sink_symbol, k);
+    if (st && !k->failed && st == QKV_ERR_FORMAT) return PFAIL(P, "%s", qkv_last_error());
+    if (!st && k->n_sym == 0 && !k->pieces)
+        return PFAIL(P, "the %s has no %s (only blanks)", k->what, qkv_tokenizer_unit(P->tok[k->field]));
+    return st;
+}
+
+static qkv_status split_field(parser *P, int field, const char *s, size_t len, int64_t base, const char *what) {
+    field_sink k = {.P = P, .field = field, .base = base, .unk_ok = field == QKV_FIELD_SRC, .what = what};
+    return tokenize_field(P, &k, s, len);
 }
 
 static qkv_status check_max(parser *P, int64_t n, int64_t max, const char *what, const char *unit) {
@@ -164,24 +236,13 @@ static qkv_status parse_pair(parser *P, const char *s, size_t len, int64_t base)
     if (a == 0) return PFAIL(P, "empty source before the TAB");
     if (a + 1 == len) return PFAIL(P, "empty target after the TAB");
     if (!begin_example(c, P->line, (span){base, (int64_t)a})) return oom(P);
-    qkv_status st;
-    if (P->o->src_tokens) {
-        st = split_tokens(P, QKV_FIELD_SRC, s, a, base, "source");
-        if (st) return st;
-    } else {
-        for (size_t i = 0; i < a;) {
-            int k = qkv__utf8_char_len((const unsigned char *)s + i, a - i); /* valid: checked */
-            if (!push_sym(c, QKV_FIELD_SRC, base + (int64_t)i, k)) return oom(P);
-            i += (size_t)k;
-        }
-    }
-    st = split_tokens(P, QKV_FIELD_TGT, tab + 1, len - a - 1, base + (int64_t)a + 1, "target");
+    qkv_status st = split_field(P, QKV_FIELD_SRC, s, a, base, "source");
+    if (st) return st;
+    st = split_field(P, QKV_FIELD_TGT, tab + 1, len - a - 1, base + (int64_t)a + 1, "target");
     if (st) return st;
     int64_t ns = c->n_sym[0] - c->off[0][c->n], nt = c->n_sym[1] - c->off[1][c->n];
-    if ((st = check_max(P, ns, P->o->max_src_len, "the source",
-                        P->o->src_tokens ? "tokens" : "characters")))
-        return st;
-    if ((st = check_max(P, nt, P->o->max_tgt_len, "the target", "tokens"))) return st;
+    if ((st = check_max(P, ns, P->o->max_src_len, "the source", qkv_tokenizer_unit(P->tok[QKV_FIELD_SRC])))) return st;
+    if ((st = check_max(P, nt, P->o->max_tgt_len, "the target", qkv_tokenizer_unit(P->tok[QKV_FIELD_TGT])))) return st;
     end_example(c);
     return QKV_OK;
 }
@@ -200,63 +261,30 @@ static qkv_status parse_labeled(parser *P, const char *s, size_t len, int64_t ba
     if (a + 1 == len) return PFAIL(P, "no tokens after the TAB");
     span key = {base + (int64_t)a + 1, (int64_t)(len - a - 1)};
     if (!begin_example(c, P->line, key)) return oom(P);
-    qkv_status st = split_tokens(P, QKV_FIELD_SRC, tab + 1, len - a - 1, key.off, "tokens");
+    qkv_status st = split_field(P, QKV_FIELD_SRC, tab + 1, len - a - 1, key.off, "tokens");
     if (st) return st;
     if ((st = check_reserved(P, false, s, a, "label"))) return st;
     if (!push_sym(c, QKV_FIELD_TGT, base, (int64_t)a)) return oom(P);
     int64_t ns = c->n_sym[0] - c->off[0][c->n];
-    if ((st = check_max(P, ns, P->o->max_src_len, "the token list", "tokens"))) return st;
+    if ((st = check_max(P, ns, P->o->max_src_len, "the token list", qkv_tokenizer_unit(P->tok[QKV_FIELD_SRC]))))
+        return st;
     end_example(c);
     return QKV_OK;
 }
 
-/* A plain-text line: its characters (or words) into the target field, as one example or, with
- * text_chunk, as pieces of at most text_chunk symbols. */
+/* A plain-text line: its symbols into the target field, as one example or, with text_chunk, as
+ * pieces of at most text_chunk symbols. */
 static qkv_status parse_text(parser *P, const char *s, size_t len, int64_t base) {
     qkv_corpus *c = P->c;
-    const int64_t chunk = P->o->text_chunk;
-    int64_t piece_start = -1; /* offset in s of the open piece's first symbol */
-    bool any = false;         /* an example was opened for this line */
-    int64_t n_sym = 0;        /* symbols of the line */
-    size_t i = 0;
-    for (;;) {
-        size_t k = 0;
-        if (P->o->text_words) {
-            while (i < len && (s[i] == ' ' || s[i] == '\t'))
-                i++;
-            while (i + k < len && s[i + k] != ' ' && s[i + k] != '\t')
-                k++;
-        } else if (i < len) {
-            k = (size_t)qkv__utf8_char_len((const unsigned char *)s + i, len - i); /* checked */
-        }
-        const bool full = piece_start >= 0 && chunk > 0 &&
-                          c->n_sym[QKV_FIELD_TGT] - c->off[QKV_FIELD_TGT][c->n] == chunk;
-        if (piece_start >= 0 && (k == 0 || full)) { /* close the piece: its key spans its symbols */
-            const span last = c->sym[QKV_FIELD_TGT][c->n_sym[QKV_FIELD_TGT] - 1];
-            c->key[c->n] = (span){base + piece_start, last.off + last.len - base - piece_start};
-            end_example(c);
-            piece_start = -1;
-        }
-        if (k == 0) break;
-        if (piece_start < 0) {
-            if (!begin_example(c, P->line, (span){base + (int64_t)i, 0})) return oom(P);
-            piece_start = (int64_t)i;
-            any = true;
-        }
-        if (P->o->text_words) {
-            qkv_status st = check_reserved(P, true, s + i, k, "text");
-            if (st) return st;
-        }
-        if (!push_sym(c, QKV_FIELD_TGT, base + (int64_t)i, (int64_t)k)) return oom(P);
-        n_sym++;
-        i += k;
-    }
-    if (chunk == 0) {
-        qkv_status st = check_max(P, n_sym, P->o->max_tgt_len, "the text",
-                                  P->o->text_words ? "words" : "characters");
-        if (st) return st;
-    }
-    if (!any) { /* an empty text */
+    field_sink k = {.P = P, .field = QKV_FIELD_TGT, .base = base, .unk_ok = true, .what = "text", .pieces = true,
+                    .piece_start = -1};
+    qkv_status st = tokenize_field(P, &k, s, len);
+    if (st) return st;
+    if (k.piece_start >= 0) close_piece(&k);
+    if (P->o->text_chunk == 0 &&
+        (st = check_max(P, k.n_sym, P->o->max_tgt_len, "the text", qkv_tokenizer_unit(P->tok[QKV_FIELD_TGT]))))
+        return st;
+    if (!k.any) { /* an empty text */
         if (!begin_example(c, P->line, (span){base, 0})) return oom(P);
         end_example(c);
     }
@@ -393,6 +421,12 @@ qkv_status qkv_corpus_parse(qkv_corpus_kind kind, const char *text, size_t len, 
     c->size = len;
     c->off[0][0] = c->off[1][0] = 0;
     parser P = {.c = c, .o = &o, .name = c->name};
+    P.tok[QKV_FIELD_SRC] = o.src_tokenizer ? o.src_tokenizer
+                           : qkv_tokenizer_shared(kind == QKV_CORPUS_PAIRS && !o.src_tokens ? QKV_TOKENIZER_CHARS
+                                                                                               : QKV_TOKENIZER_TOKENS);
+    P.tok[QKV_FIELD_TGT] = o.tgt_tokenizer ? o.tgt_tokenizer
+                           : kind != QKV_CORPUS_TEXT ? qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS)
+                           : qkv_tokenizer_shared(o.text_words ? QKV_TOKENIZER_WORDS : QKV_TOKENIZER_CHARS);
     qkv_status st = parse_all(&P);
     if (st) {
         qkv_corpus_free(c);
@@ -421,6 +455,7 @@ void qkv_corpus_free(qkv_corpus *c) {
     free(c->text);
     free(c->line);
     free(c->key);
+    free(c->extra);
     for (int f = 0; f < 2; f++) {
         free(c->off[f]);
         free(c->sym[f]);
@@ -452,7 +487,7 @@ const char *qkv_corpus_symbol(const qkv_corpus *c, int64_t i, int field, int64_t
     if (n < 0 || k < 0 || k >= n) return NULL;
     span s = c->sym[field][c->off[field][i] + k];
     if (len) *len = (size_t)s.len;
-    return c->text + s.off;
+    return span_text(c, s);
 }
 
 const char *qkv_corpus_key(const qkv_corpus *c, int64_t i, size_t *len) {

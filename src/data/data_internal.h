@@ -1,12 +1,13 @@
 /*
  * data_internal.h (internal): what the data layer's files share: a growable byte buffer, whole-file
  * reading, atomic file writing, directory creation, quoting of bad input for messages, strict
- * decimal parsing, and the vocabulary's symbol table used by the converters.
+ * decimal parsing, the tokenizers' table, and the vocabulary's symbol table used by the converters.
  */
 #ifndef QKV_DATA_INTERNAL_H
 #define QKV_DATA_INTERNAL_H
 
 #include "qkv/qkv_data.h"
+#include "qkv/qkv_tokenizer.h"
 
 #include "../core/internal.h"
 
@@ -55,6 +56,25 @@ bool qkv__parse_uint(const char *s, size_t len, int64_t max, int64_t *out);
 /* Bytes of the UTF-8 character at s[0, n): 1..4, or 0 when it is malformed (overlong forms,
  * surrogates and code points above U+10FFFF are malformed). */
 int qkv__utf8_char_len(const unsigned char *s, size_t n);
+
+/* ---- tokenizers (tokenizer.c holds the table, one file per tokenizer) ---- */
+
+/* What a tokenizer does. split follows qkv_tokenizer_split; `what` is never NULL there. */
+typedef struct qkv__tokenizer_ops {
+    qkv_tokenizer_kind kind;
+    const char *unit;      /* its symbols in messages: "characters" */
+    const char *separator; /* put between symbols by qkv_tokenizer_join */
+    qkv_status (*split)(const qkv_tokenizer *t, const char *text, size_t len, const char *what, qkv_symbol_fn emit,
+                        void *ctx);
+} qkv__tokenizer_ops;
+
+struct qkv_tokenizer {
+    const qkv__tokenizer_ops *ops;
+    void *state; /* a learned tokenizer's model; NULL for those that only cut the text */
+};
+
+extern const qkv__tokenizer_ops qkv__tokenizer_chars, qkv__tokenizer_tokens, qkv__tokenizer_words;
+
 
 /* ---- e-mail (the spam data set) ---- */
 

@@ -3,8 +3,8 @@
  * (tools/config.c: config_load, config_set and the typed getters) as `qkv train` reads them
  * (task_create: every key of the chosen task, then config_check_unused), and for a run's
  * task.conf as `qkv eval / decode / attn` read it (run_dir.c and the tasks: the task name,
- * data.src_tokens, model.features through enc_input_read_settings, data.unit and data.long_lines
- * through lm_read_text_opts, data.tag_column, eval.universal, eval.positive, data.pixel_scale).
+ * data.src_tokenizer (or data.src_tokens) and data.tgt_tokenizer, model.features through
+ * enc_input_read_settings, data.unit and data.long_lines through lm_read_text_opts, data.tag_column, eval.universal, eval.positive, data.pixel_scale).
  *
  * Input: one byte of options (bit 0: read it as task.conf instead of a training configuration),
  * then the file's text up to the first NUL byte (written to a file: config_load takes a path),
@@ -19,6 +19,7 @@
 #include "config.h"
 #include "encoder_input.h"
 #include "lm_text.h"
+#include "seq2seq_task.h"
 #include "task.h"
 
 #include <ctype.h>
@@ -64,8 +65,10 @@ static void read_task_conf(config *cfg) {
     const task_ops *ops = name ? task_find(name) : NULL;
     bool ok = true;
     if (ops == &seq2seq_task_ops) {
-        bool src_tokens;
-        ok = config_bool(cfg, "data.src_tokens", false, &src_tokens);
+        seq2seq_settings s;
+        ok = seq2seq_read_tokenizers(cfg, &s);
+        if (ok) FZ_REQUIRE(qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s.src_tokenizer) &&
+                           qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s.tgt_tokenizer));
     } else if (ops == &tagging_task_ops || ops == &classify_task_ops) {
         enc_input_settings s;
         ok = enc_input_read_settings(cfg, false, &s);

@@ -7,7 +7,7 @@
  * universal tags, and the two baselines (naive Bayes on labeled data, the n-gram LM on text).
  *
  * Input: four bytes of options, then the file's text.
- *   byte 0  bits 0-1 kind (pairs, tagged, labeled, text); bit 2 src_tokens; bit 3 text_words;
+ *   byte 0  bits 0-1 kind (pairs, tagged, labeled, text); bits 2-3 the tokenizers (below);
  *           bit 4 shuffle; bit 5 decoder arrays; bit 6 strict vocabulary lookups; bit 7 sorted
  *           vocabularies
  *   byte 1  max_src_len (low 4 bits; 0: none), max_tgt_len (high 4 bits)
@@ -15,10 +15,16 @@
  *           decimal source ids instead of a vocabulary (bit 7)
  *   byte 3  max_tokens of the batcher (+ 1), and the seek position's batch
  *
+ * The tokenizers (qkv_tokenizer.h): bit 2 is src_tokens and bit 3 text_words, which set the
+ * defaults they name; where a kind has no use for one of them it sets a tokenizer instead: bit 3
+ * a pairs target or a labeled line's tokens of words, bit 2 a text of tokens.
+ *
  * Invariants: the text is parsed or refused with a "FILE:LINE" message; a parsed corpus reads the
  * same from a file as from memory; its examples respect the limits and the format (symbols
  * non-empty, inside the text, whole UTF-8 characters, one each where the symbols are
- * characters, no line break, TAB or NUL; a label is one symbol); a vocabulary
+ * characters, no line break or NUL, no TAB but inside a text's characters or tokens; a label is
+ * one symbol); joined as their tokenizer joins them, the symbols of a field cut by chars or
+ * tokens give back its text as written (qkv_corpus_key); a vocabulary
  * holds the reserved ids and finds every symbol it was built from; a dataset's ids lie in its
  * vocabularies; every batch stays within its token budget, is padded, and with the others of its
  * epoch holds every example exactly once; a position formats, parses back and seeks to the same
@@ -39,6 +45,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static unsigned sink; /* every byte of every symbol is read into it: ASan sees any overrun */
 
+/* The tokenizer that cut a field (the header's table); NULL for a tagged file or a label. */
+static const qkv_tokenizer *tokenizer_of(qkv_corpus_kind kind, int field, const qkv_read_opts *o) {
+    if (kind == QKV_CORPUS_TAGGED || (kind == QKV_CORPUS_LABELED && field == QKV_FIELD_TGT)) return NULL;
+    if (field == QKV_FIELD_SRC) return o->src_tokenizer ? o->src_tokenizer
+                                       : qkv_tokenizer_shared(kind == QKV_CORPUS_PAIRS && !o->src_tokens ? QKV_TOKENIZER_CHARS
+                                                                                                        : QKV_TOKENIZER_TOKENS);
+    if (o->tgt_tokenizer) return o->tgt_tokenizer;
+    if (kind != QKV_CORPUS_TEXT) return qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS);
+    return qkv_tokenizer_shared(o->text_words ? QKV_TOKENIZER_WORDS : QKV_TOKENIZER_CHARS);
+}
+
+/* Joining the symbols of the field that qkv_corpus_key spells gives the key back (chars and
+ * tokens cut without dropping anything). */
+static void check_join(const qkv_corpus *c, int64_t i, int field, const qkv_tokenizer *t) {
+    size_t kl = 0;
+    const char *key = qkv_corpus_key(c, i, &kl);
+    const int64_t n = qkv_corpus_length(c, i, field);
+    const char **syms = malloc(sizeof *syms * (size_t)(n + 1));
+    size_t *lens = malloc(sizeof *lens * (size_t)(n + 1)), len = 0;
+    char *out = malloc(kl + 1);
+    FZ_REQUIRE(key && syms && lens && out);
+    for (int64_t k = 0; k < n; k++)
+        syms[k] = qkv_corpus_symbol(c, i, field, k, &lens[k]);
+    FZ_REQUIRE(qkv_tokenizer_join(t, syms, lens, n, out, kl + 1, &len) == QKV_OK);
+    FZ_REQUIRE(len == kl && !memcmp(out, key, kl) && out[kl] == '\0');
+    free(syms);
+    free(lens);
+    free(out);
+}
+
 static void check_corpus(const qkv_corpus *c, const char *text, size_t len, const qkv_read_opts *o) {
     const qkv_corpus_kind kind = qkv_corpus_kind_of(c);
     int64_t last_line = 0;
@@ -49,6 +85,7 @@ static void check_corpus(const qkv_corpus *c, const char *text, size_t len, cons
         for (int field = 0; field < 2; field++) {
             const int64_t n = qkv_corpus_length(c, i, field);
             FZ_REQUIRE(n >= 0);
+            const qkv_tokenizer *t = tokenizer_of(kind, field, o);
             const int64_t max = field == QKV_FIELD_SRC ? o->max_src_len : o->max_tgt_len;
             if (max && !(kind == QKV_CORPUS_TEXT && o->text_chunk)) FZ_REQUIRE(n <= max);
             if (kind == QKV_CORPUS_TEXT && o->text_chunk && field == QKV_FIELD_TGT) FZ_REQUIRE(n <= o->text_chunk);
@@ -61,7 +98,8 @@ static void check_corpus(const qkv_corpus *c, const char *text, size_t len, cons
                 for (size_t b = 0; b < sl; b++) {
                     sink += (unsigned char)s[b];
                     FZ_REQUIRE(s[b] != '\n' && s[b] != '\r' && s[b] != '\0');
-                    if (kind != QKV_CORPUS_TEXT || o->text_words) FZ_REQUIRE(s[b] != '\t');
+                    if (kind != QKV_CORPUS_TEXT || qkv_tokenizer_kind_of(t) == QKV_TOKENIZER_WORDS)
+                        FZ_REQUIRE(s[b] != '\t');
                 }
                 /* whole UTF-8 characters; one each where the symbols are characters */
                 int chars = 0;
@@ -70,11 +108,11 @@ static void check_corpus(const qkv_corpus *c, const char *text, size_t len, cons
                     FZ_REQUIRE(cl > 0);
                     b += (size_t)cl;
                 }
-                const bool by_char = (kind == QKV_CORPUS_PAIRS && field == QKV_FIELD_SRC && !o->src_tokens) ||
-                                     (kind == QKV_CORPUS_TEXT && !o->text_words);
-                if (by_char) FZ_REQUIRE(chars == 1);
+                if (t && qkv_tokenizer_kind_of(t) == QKV_TOKENIZER_CHARS) FZ_REQUIRE(chars == 1);
             }
             FZ_REQUIRE(qkv_corpus_symbol(c, i, field, n, NULL) == NULL);
+            const bool keyed = (kind == QKV_CORPUS_TEXT) == (field == QKV_FIELD_TGT) && kind != QKV_CORPUS_TAGGED;
+            if (keyed && qkv_tokenizer_kind_of(t) != QKV_TOKENIZER_WORDS) check_join(c, i, field, t);
         }
         size_t kl = 0;
         const char *key = qkv_corpus_key(c, i, &kl);
@@ -278,12 +316,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_reader r = {data, size};
     const uint8_t o0 = fz_byte(&r), o1 = fz_byte(&r), o2 = fz_byte(&r), o3 = fz_byte(&r);
     const qkv_corpus_kind kind = (qkv_corpus_kind)(o0 & 3);
-    const qkv_read_opts opts = {.max_src_len = o1 & 15,
-                                .max_tgt_len = o1 >> 4,
-                                .tag_column = o2 & 3,
-                                .src_tokens = (o0 >> 2) & 1,
-                                .text_words = (o0 >> 3) & 1,
-                                .text_chunk = (o2 >> 2) & 7};
+    const bool bit2 = (o0 >> 2) & 1, bit3 = (o0 >> 3) & 1;
+    const qkv_tokenizer *words = qkv_tokenizer_shared(QKV_TOKENIZER_WORDS);
+    const qkv_read_opts opts = {
+        .max_src_len = o1 & 15,
+        .max_tgt_len = o1 >> 4,
+        .tag_column = o2 & 3,
+        .src_tokens = bit2,
+        .text_words = bit3,
+        .text_chunk = (o2 >> 2) & 7,
+        .src_tokenizer = kind == QKV_CORPUS_LABELED && bit3 ? words : NULL,
+        .tgt_tokenizer = kind == QKV_CORPUS_PAIRS && bit3   ? words
+                         : kind == QKV_CORPUS_TEXT && bit2 && !bit3 ? qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS)
+                                                                     : NULL};
     const bool strict = (o0 >> 6) & 1, sorted = o0 >> 7, decimal_src = o2 >> 7;
     const int64_t min_count = 1 + ((o2 >> 5) & 3);
     const char *text = (const char *)r.p;

@@ -5,7 +5,7 @@
  * task.conf), the trainer batches of the first batches, and prepare again as `--resume` does it
  * (reading the saved vocabularies and feature vocabularies back).
  *
- *   seq2seq   pairs (tools/seq2seq_task.c; characters or data.src_tokens)
+ *   seq2seq   pairs (tools/seq2seq_task.c; characters or data.src_tokens; targets of tokens or words)
  *   tagging   tagged sentences with a tag column and spelling features (tagging_task.c,
  *             encoder_input.c)
  *   classify  label + tokens lines with features and eval.positive (classify_task.c)
@@ -54,6 +54,7 @@ static void make_config(config *cfg, uint8_t opts, const char *data, const char 
     switch (task) {
     case 0:
         set(cfg, "data.src_tokens = %s", o & 1 ? "true" : "false");
+        set(cfg, "data.tgt_tokenizer = %s", o & 4 ? "words" : "tokens");
         set(cfg, "data.max_src_len = %s", o & 2 ? "6" : "40");
         break;
     case 1:

@@ -8,7 +8,7 @@
  * the file's own lines as the inputs.
  *
  * Input: one byte of options (bits 0-2: how many spelling features the run has, 0 .. 7; bit 3:
- * the inputs are space-separated tokens, not characters), then the file's bytes, written as
+ * the inputs are cut by the tokens tokenizer, else bit 4: by words, else by characters), then the file's bytes, written as
  * src.vocab and as every feat.<name>.vocab.
  *
  * Invariants: the file loads or is refused with a "FILE:LINE" message; a loaded vocabulary starts
@@ -58,7 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         run_dir rd;
         memset(&rd, 0, sizeof rd);
         rd.src = v;
-        rd.src_tokens = (opts >> 3) & 1;
+        const qkv_tokenizer *tok = qkv_tokenizer_shared((opts >> 3) & 1   ? QKV_TOKENIZER_TOKENS
+                                                        : (opts >> 4) & 1 ? QKV_TOKENIZER_WORDS
+                                                                          : QKV_TOKENIZER_CHARS);
         fz_reader lines = r;
         for (int64_t line = 1; lines.n && line <= 16; line++) {
             size_t len;
@@ -66,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             char *text = fz_strndup(s, len);
             int32_t ids[16];
             int64_t count = -1;
-            qkv_status est = run_dir_encode(&rd, "input.txt", line, text, false, ids, 16, &count);
+            qkv_status est = run_dir_encode(&rd, "input.txt", line, text, tok, ids, 16, &count);
             FZ_REQUIRE(est == QKV_OK || qkv_last_error()[0] != '\0');
             if (!est) {
                 FZ_REQUIRE(count >= 0 && count <= 16);

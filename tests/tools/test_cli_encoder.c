@@ -333,19 +333,20 @@ TEST(cli_encoder_tasks_reject_bad_input) {
     cli_run_remove(&r);
 }
 
-/* A seq2seq run records data.src_tokens in task.conf: decode splits inputs into tokens without
- * --tokens. */
+/* A seq2seq run records its tokenizers in task.conf: decode cuts its inputs as training did
+ * without --tokens, joins its outputs as the target tokenizer joins them, and refuses an input
+ * the tokenizer refuses. A task.conf of the older form (data.src_tokens) still reads. */
 TEST(cli_seq2seq_task_conf_carries_src_tokens) {
     char cmd[4096], out[8192], text[1024];
     cli_run r;
     CHECK(cli_run_new(&r));
     const char *dir = r.dir;
     snprintf(text, sizeof text, "%s/pairs.tsv", dir);
-    cli_write_file(text, "ab cd\tX Y\nef\tZ\n");
+    cli_write_file(text, "ab cd\tXY\nef\tZ\n");
     char conf[128];
     snprintf(conf, sizeof conf, "%s/run.conf", dir);
     snprintf(cmd, sizeof cmd,
-             "data.train = %s\ndata.dev = %s\ndata.src_tokens = true\nout.dir = "
+             "data.train = %s\ndata.dev = %s\ndata.src_tokens = true\ndata.tgt_tokenizer = chars\nout.dir = "
              "%s/run\nmodel.d_model = 8\nmodel.heads = 2\n"
              "model.encoder_layers = 1\nmodel.decoder_layers = 1\nmodel.ff = 8\ntrain.steps = "
              "1\neval.strategy = greedy\n",
@@ -353,10 +354,22 @@ TEST(cli_seq2seq_task_conf_carries_src_tokens) {
     cli_write_file(conf, cmd);
     snprintf(cmd, sizeof cmd, "%s train %s", QKV_CLI_PATH, conf);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0, "train: %s", out);
-    snprintf(cmd, sizeof cmd, "grep -c 'data.src_tokens = true' %s/run/task.conf", dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 1, "task.conf: %s", out);
-    snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy", QKV_CLI_PATH, dir);
-    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s",
+    snprintf(cmd, sizeof cmd, "grep -c 'data.src_tokenizer = tokens\\|data.tgt_tokenizer = chars' %s/run/task.conf", dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 2, "task.conf: %s", out);
+    snprintf(cmd, sizeof cmd, "grep -c 'X' %s/run/tgt.vocab", dir); /* the targets are characters */
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) == 1, "tgt.vocab: %s", out);
+    snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy --max-len 3", QKV_CLI_PATH, dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode: %s", out);
+    /* the output's symbols are characters, joined with nothing between them */
+    const char *hyp = strchr(out, '\t');
+    CHECK_MSG(hyp && !strchr(hyp + 1, ' '), "decode joins characters without spaces: %s", out);
+    snprintf(cmd, sizeof cmd, "printf 'ef ab\\nef  ab\\n' | %s decode %s/run --greedy", QKV_CLI_PATH, dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "<stdin>:2: empty token in the input"), "decode: %s",
               out);
+    /* the older spelling of the source tokenizer */
+    snprintf(cmd, sizeof cmd, "printf 'task = seq2seq\\ndata.src_tokens = true\\n' > %s/run/task.conf", dir);
+    CHECK(cli_exec(cmd, out, sizeof out) == 0);
+    snprintf(cmd, sizeof cmd, "echo 'ef ab' | %s decode %s/run --greedy --max-len 3", QKV_CLI_PATH, dir);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && !strncmp(out, "ef ab\t", 6), "decode (old task.conf): %s", out);
     cli_run_remove(&r);
 }

@@ -1,0 +1,111 @@
+/*
+ * tokenizer.c: the table of tokenizers and the qkv_tokenizer API (qkv_tokenizer.h). A tokenizer is
+ * an ops table (data_internal.h) and, for one that learns a model (subwords), its state. Adding a
+ * tokenizer is its file (split, and loading its model when it has one), a line in `table` below,
+ * the enum constant and its registry line (src/core/registry.c).
+ */
+#include "data_internal.h"
+
+#include "qkv/qkv_registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const qkv__tokenizer_ops *const table[] = {
+    [QKV_TOKENIZER_CHARS] = &qkv__tokenizer_chars,
+    [QKV_TOKENIZER_TOKENS] = &qkv__tokenizer_tokens,
+    [QKV_TOKENIZER_WORDS] = &qkv__tokenizer_words,
+};
+#define N_KINDS ((int)(sizeof table / sizeof *table))
+
+/* The tokenizers that only cut the text share one object each. */
+static const qkv_tokenizer builtins[] = {
+    [QKV_TOKENIZER_CHARS] = {&qkv__tokenizer_chars, NULL},
+    [QKV_TOKENIZER_TOKENS] = {&qkv__tokenizer_tokens, NULL},
+    [QKV_TOKENIZER_WORDS] = {&qkv__tokenizer_words, NULL},
+};
+
+const qkv_tokenizer *qkv_tokenizer_shared(qkv_tokenizer_kind kind) {
+    return (unsigned)kind < sizeof builtins / sizeof *builtins ? &builtins[kind] : NULL;
+}
+
+qkv_status qkv_tokenizer_new(qkv_tokenizer_kind kind, const char *model_path, qkv_tokenizer **out) {
+    if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_new: NULL argument");
+    *out = NULL;
+    if ((unsigned)kind >= (unsigned)N_KINDS || !table[kind])
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_new: unknown tokenizer kind %d", (int)kind);
+    if (model_path)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "tokenizer '%s' takes no model file (given %.200s)",
+                         qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)kind), model_path);
+    qkv_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return QKV_ERROR(QKV_ERR_OOM, "qkv_tokenizer_new: out of memory");
+    t->ops = table[kind];
+    *out = t;
+    return QKV_OK;
+}
+
+qkv_status qkv_tokenizer_from_name(const char *name, const char *model_path, qkv_tokenizer **out) {
+    if (out) *out = NULL;
+    int kind;
+    qkv_status st = qkv_registry_parse(QKV_REGISTRY_TOKENIZER, name, &kind);
+    return st ? st : qkv_tokenizer_new((qkv_tokenizer_kind)kind, model_path, out);
+}
+
+void qkv_tokenizer_free(qkv_tokenizer *t) {
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        if (t == &builtins[i]) return; /* a shared instance lives forever */
+    free(t);
+}
+
+qkv_tokenizer_kind qkv_tokenizer_kind_of(const qkv_tokenizer *t) {
+    return t ? t->ops->kind : QKV_TOKENIZER_CHARS;
+}
+
+const char *qkv_tokenizer_name(const qkv_tokenizer *t) {
+    return t ? qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)t->ops->kind) : NULL;
+}
+
+const char *qkv_tokenizer_unit(const qkv_tokenizer *t) {
+    return t ? t->ops->unit : NULL;
+}
+
+qkv_status qkv_tokenizer_split(const qkv_tokenizer *t, const char *text, size_t len, const char *what,
+                               qkv_symbol_fn emit, void *ctx) {
+    if (!t || (!text && len) || !emit) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_split: NULL argument");
+    return len ? t->ops->split(t, text, len, what ? what : "text", emit, ctx) : QKV_OK;
+}
+
+static qkv_status count_one(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    (void)off, (void)len, (void)sym, (void)sym_len;
+    ++*(int64_t *)ctx;
+    return QKV_OK;
+}
+
+int64_t qkv_tokenizer_count(const qkv_tokenizer *t, const char *text, size_t len) {
+    int64_t n = 0;
+    return qkv_tokenizer_split(t, text, len, NULL, count_one, &n) ? -1 : n;
+}
+
+qkv_status qkv_tokenizer_join(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n,
+                              char *out, size_t size, size_t *out_len) {
+    if (!t || n < 0 || (n && (!syms || !lens)) || (!out && size))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_join: bad argument");
+    const char *sep = t->ops->separator;
+    const size_t sep_len = strlen(sep);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!syms[i] && lens[i]) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_join: NULL symbol %lld", (long long)i);
+        const char *parts[2] = {sep, syms[i]};
+        const size_t part_len[2] = {i ? sep_len : 0, lens[i]};
+        for (int p = 0; p < 2; p++) {
+            if (total < size && part_len[p]) { /* copy what fits before the NUL */
+                const size_t k = part_len[p] < size - total ? part_len[p] : size - total;
+                memcpy(out + total, parts[p], k);
+            }
+            total += part_len[p];
+        }
+    }
+    if (size) out[total < size ? total : size - 1] = '\0';
+    if (out_len) *out_len = total;
+    return QKV_OK;
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ngram_reference.py: an independent implementation of the interpolated Kneser-Ney character
-n-gram model of `qkv data baseline lm` (src/data/ngram_lm.c, docs/data.md), written from the
+n-gram model of `qkv data baseline lm` (recipes/ngram_lm.c, docs/data.md), written from the
 formulas with tuples and dictionaries, to cross-check the C code.
 
     scripts/ngram_reference.py score TRAIN EVAL [MAX_ORDER]   # per order: events, nats, bits/char

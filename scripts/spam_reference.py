@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """spam_reference.py: an independent implementation of `qkv data prepare spam` and
 `qkv data baseline spam` (docs/data.md, "Spam vs ham"), written from the rules with regular
-expressions and Python's bytes, to cross-check the C converter (src/data/mail_text.c,
-mail_tokens.c, prepare_spam.c) and naive Bayes (src/data/naive_bayes.c).
+expressions and Python's bytes, to cross-check the C converter (recipes/mail_text.c,
+mail_tokens.c, prepare_spam.c) and naive Bayes (recipes/naive_bayes.c).
 
     scripts/spam_reference.py prepare data/cache/spam/package/data OUT_DIR [MAX_TOKENS]
     scripts/spam_reference.py baseline SPLIT_DIR        # SPLIT_DIR/spam.{train,dev,test}.tsv

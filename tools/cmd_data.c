@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
+#include "recipes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

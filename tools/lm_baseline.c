@@ -1,6 +1,6 @@
 /*
  * lm_baseline.c: `qkv data baseline lm`: the reference figure of the language-model task, an
- * interpolated Kneser-Ney n-gram model (qkv_ngram, src/data/ngram_lm.c) over characters (or
+ * interpolated Kneser-Ney n-gram model (qkv_ngram, recipes/ngram_lm.c) over characters (or
  * words), its order chosen on the dev file:
  *
  *   qkv data baseline lm [--data DIR] [--max-order N] [--unit char|word]
@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "qkv/qkv.h"
 #include "qkv/qkv_data.h"
+#include "recipes.h"
 
 #include <math.h>
 #include <stdio.h>

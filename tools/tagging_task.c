@@ -23,6 +23,7 @@
 #include "encoder_task.h"
 #include "run_dir.h"
 #include "task.h"
+#include "recipes.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -75,14 +75,4 @@ struct qkv_tokenizer {
 
 extern const qkv__tokenizer_ops qkv__tokenizer_chars, qkv__tokenizer_tokens, qkv__tokenizer_words;
 
-
-/* ---- e-mail (the spam data set) ---- */
-
-/* The Subject and the decoded body text of an RFC 5322 message, each followed by '\n', appended
- * to out (mail_text.c has the rules). Out of memory sets out->oom. */
-void qkv__mail_text(const char *msg, size_t len, qkv__buf *out);
-/* Tokenize text[0, len) (mail_tokens.c has the rules): the first max_tokens tokens are appended
- * to out, separated by single spaces; returns the number of tokens in the whole text. */
-int64_t qkv__mail_tokens(const char *text, size_t len, int64_t max_tokens, qkv__buf *out);
-
 #endif

@@ -1,7 +1,8 @@
-/* test_naive_bayes.c: the multinomial naive Bayes baseline (src/data/naive_bayes.c) on corpora
+/* test_naive_bayes.c: the multinomial naive Bayes baseline (recipes/naive_bayes.c) on corpora
  * small enough for closed-form posteriors, its errors, and the precision / recall / F1 counters
  * (src/data/metrics.c). */
 #include "data_testutil.h"
+#include "recipes.h"
 
 #include <math.h>
 #include <stdlib.h>

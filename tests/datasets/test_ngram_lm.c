@@ -1,9 +1,10 @@
 /* test_ngram_lm.c: the plain-text corpus reader (QKV_CORPUS_TEXT: characters, words, pieces of
- * long lines) and the interpolated Kneser-Ney n-gram baseline (src/data/ngram_lm.c): a bigram
+ * long lines) and the interpolated Kneser-Ney n-gram baseline (recipes/ngram_lm.c): a bigram
  * model small enough to compute by hand, probabilities that sum to one over the vocabulary for
  * every history, and the figures of scripts/ngram_reference.py (an independent Python
  * implementation) on its synthetic text, orders 1 to 5. */
 #include "data_testutil.h"
+#include "recipes.h"
 
 #include <math.h>
 #include <stdio.h>

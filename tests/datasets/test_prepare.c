@@ -1,10 +1,11 @@
-/* test_prepare.c: the converters (src/data/prepare_*.c) on miniature sources written here, output
+/* test_prepare.c: the converters (recipes/prepare_*.c) on miniature sources written here, output
  * checked byte for byte against files written out by hand from the rules of docs/data.md (FNV
  * buckets of the keys used: "a" 20, "live" 15, "read" 49, "or" 88, "us" 89, "tomato" 99,
  * "zebra" 95; "ca01.0" 64, "ca01.1" 83, "ca01.2" 2, "ca02.0" 49, "ca02.1" 30, "ca02.2" 11,
  * "ca02.3" 92; digits rows: dev 16, 19, test 3, 4, 9, 17, the rest train). Also the errors of
  * malformed sources, and the universal tag rules. */
 #include "data_testutil.h"
+#include "recipes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,7 +266,7 @@ TEST(data_prepare_digits_mini) {
 }
 
 TEST(data_universal_tags) {
-    /* the rules of src/data/universal.c; expected values are those of en-brown.map */
+    /* the rules of recipes/brown_tags.c; expected values are those of en-brown.map */
     struct {
         const char *tag, *u;
     } cases[] = {

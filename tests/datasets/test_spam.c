@@ -1,4 +1,4 @@
-/* test_spam.c: the spam-vs-ham converter (src/data/mail_text.c, mail_tokens.c, prepare_spam.c)
+/* test_spam.c: the spam-vs-ham converter (recipes/mail_text.c, mail_tokens.c, prepare_spam.c)
  * against outputs written out by hand from the rules of docs/data.md, "Spam vs ham" (and equal to
  * those of the independent scripts/spam_reference.py): message text (headers, Subject, MIME,
  * transfer encodings, HTML), tokens (placeholders, numbers, punctuation, bytes), and a miniature
@@ -7,6 +7,8 @@
 #include "data_testutil.h"
 
 #include "data/data_internal.h"
+#include "recipes.h"
+#include "mail.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,7 @@
 /* The tokens of text (all of them) joined by spaces; *count the number of tokens. */
 static char *tokens_of(const char *text, size_t len, int64_t max, int64_t *count) {
     qkv__buf b = {0};
-    int64_t n = qkv__mail_tokens(text, len, max, &b);
+    int64_t n = qkv_mail_tokens(text, len, max, &b);
     if (count) *count = n;
     qkv__buf_ch(&b, '\0');
     return b.p;
@@ -65,7 +67,7 @@ TEST(data_spam_tokens) {
 /* The text of a message, NUL-terminated. */
 static char *text_of(const char *msg) {
     qkv__buf b = {0};
-    qkv__mail_text(msg, strlen(msg), &b);
+    qkv_mail_text(msg, strlen(msg), &b);
     qkv__buf_ch(&b, '\0');
     return b.p;
 }

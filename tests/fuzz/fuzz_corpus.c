@@ -35,6 +35,7 @@
 #include "qkv/qkv.h"
 #include "data/data_internal.h" /* qkv__utf8_char_len */
 #include "qkv/qkv_data.h"
+#include "recipes.h"
 
 #include <math.h>
 

@@ -1,8 +1,8 @@
 /*
- * fuzz_mail.c: libFuzzer target for the e-mail readers of the spam converter: qkv__mail_text
- * (src/data/mail_text.c: headers and folding, RFC 2047 encoded words, MIME multipart nesting,
- * message/rfc822, quoted-printable, base64, HTML to text) and qkv__mail_tokens
- * (src/data/mail_tokens.c: URLs, addresses, numbers, words).
+ * fuzz_mail.c: libFuzzer target for the e-mail readers of the spam converter: qkv_mail_text
+ * (recipes/mail_text.c: headers and folding, RFC 2047 encoded words, MIME multipart nesting,
+ * message/rfc822, quoted-printable, base64, HTML to text) and qkv_mail_tokens
+ * (recipes/mail_tokens.c: URLs, addresses, numbers, words).
  *
  * Input: one byte of options (the number of tokens kept, 1 .. 256), then the message's bytes.
  *
@@ -15,6 +15,7 @@
 #include "fuzz_util.h"
 
 #include "data/data_internal.h"
+#include "mail.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
@@ -35,10 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_reader r = {data, size};
     const int64_t max_tokens = 1 + fz_byte(&r);
     qkv__buf text = {0}, tokens = {0};
-    qkv__mail_text((const char *)r.p, r.n, &text);
+    qkv_mail_text((const char *)r.p, r.n, &text);
     FZ_REQUIRE(!text.oom);
     FZ_REQUIRE(text.n <= 2 * r.n + 2);
-    const int64_t count = qkv__mail_tokens(text.p ? text.p : "", text.n, max_tokens, &tokens);
+    const int64_t count = qkv_mail_tokens(text.p ? text.p : "", text.n, max_tokens, &tokens);
     FZ_REQUIRE(!tokens.oom && count >= 0);
     int64_t kept = 0;
     for (size_t i = 0; i < tokens.n;) {

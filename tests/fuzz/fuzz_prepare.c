@@ -1,10 +1,10 @@
 /*
  * fuzz_prepare.c: libFuzzer target for the `qkv data prepare` converters, each on a source
  * directory or file made from the input, writing into a scratch directory:
- *   qkv_prepare_g2p     CMUdict's index.js ("export const dictionary = {...}", src/data/prepare_g2p.c)
- *   qkv_prepare_brown   the Brown corpus: cats.txt and tagged files (src/data/prepare_brown.c)
- *   qkv_prepare_digits  the digits CSV (src/data/prepare_digits.c)
- *   qkv_prepare_spam    the SpamAssassin folders of messages (src/data/prepare_spam.c; the
+ *   qkv_prepare_g2p     CMUdict's index.js ("export const dictionary = {...}", recipes/prepare_g2p.c)
+ *   qkv_prepare_brown   the Brown corpus: cats.txt and tagged files (recipes/prepare_brown.c)
+ *   qkv_prepare_digits  the digits CSV (recipes/prepare_digits.c)
+ *   qkv_prepare_spam    the SpamAssassin folders of messages (recipes/prepare_spam.c; the
  *                       message readers themselves have their own target, fuzz_mail)
  *
  * Input: one byte picking the converter (bits 0-1) and, for spam, the tokens kept (bits 2-7, + 1),
@@ -21,6 +21,7 @@
 #include "fuzz_util.h"
 
 #include "qkv/qkv_data.h"
+#include "recipes.h"
 
 #define N_BROWN 500
 

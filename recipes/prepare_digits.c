@@ -7,7 +7,8 @@
  * then the label 0..9. Row i (0-based) goes to qkv_split_of("<i>", 70, 80).
  * Output line: "label<TAB>p0 p1 ... p63".
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

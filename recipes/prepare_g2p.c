@@ -17,9 +17,10 @@
  * lines "word<TAB>PH1 PH2 ...", sorted by word; graphemes.txt (character<TAB>count over words),
  * phones.txt and phones.nostress.txt (phone<TAB>count over pronunciations).
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
-#include "../io/json.h"
+#include "io/json.h"
 
 #include <stdlib.h>
 #include <string.h>

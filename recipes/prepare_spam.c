@@ -18,7 +18,9 @@
  * Output (out_dir): spam.{train,dev,test}.tsv, one "label<TAB>t1 t2 ..." line per message (a
  * QKV_CORPUS_LABELED file, ASCII), and spam.{train,dev,test}.ids, the key of each line, same order.
  */
-#include "data_internal.h"
+#include "mail.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -203,10 +205,10 @@ qkv_status qkv_prepare_spam(const char *data_dir, const char *out_dir, int64_t m
             if (st) break;
             c.source_entries++;
             text.n = 0;
-            qkv__mail_text(raw, size, &text);
+            qkv_mail_text(raw, size, &text);
             free(raw);
             size_t at = S.lines.n;
-            int64_t n = qkv__mail_tokens(text.p ? text.p : "", text.n, max_tokens, &S.lines);
+            int64_t n = qkv_mail_tokens(text.p ? text.p : "", text.n, max_tokens, &S.lines);
             if (text.oom || S.lines.oom) {
                 st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", WHO);
                 break;

@@ -34,7 +34,7 @@
  * References: RFC 5322 (message format), RFC 2045 (transfer encodings), RFC 2046 (multipart),
  * RFC 2047 (encoded words), HTML 4.01 section 5.3 (character references).
  */
-#include "data_internal.h"
+#include "mail.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -535,7 +535,7 @@ static void entity_text(span e, int depth, qkv__buf *out) {
     headers_free(&h);
 }
 
-void qkv__mail_text(const char *msg, size_t len, qkv__buf *out) {
+void qkv_mail_text(const char *msg, size_t len, qkv__buf *out) {
     /* CRLF -> LF (and a final CR dropped), once for the whole message */
     qkv__buf m = {0};
     size_t from = 0;

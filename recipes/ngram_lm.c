@@ -27,7 +27,8 @@
  * symbol) in one open-addressing hash table; the empty n-gram is entry 0. Counts and sums are
  * integers; probabilities are computed in double in a fixed order: deterministic.
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -15,7 +15,8 @@
  * Classification" (AAAI-98 workshop), the multinomial model; scikit-learn's MultinomialNB with
  * alpha = 1 on CountVectorizer counts computes the same scores.
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
  * So tokens are made of [a-z0-9'] or are one of ! $ ? <url> <email> <num>: ASCII, no spaces, and
  * no token is empty; the output is valid input for the labeled-corpus reader.
  */
-#include "data_internal.h"
+#include "mail.h"
 
 static bool is_alnum(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -100,7 +100,7 @@ static void emit(emitter *e, const void *tok, size_t len) {
     e->count++;
 }
 
-int64_t qkv__mail_tokens(const char *text, size_t n, int64_t max_tokens, qkv__buf *out) {
+int64_t qkv_mail_tokens(const char *text, size_t n, int64_t max_tokens, qkv__buf *out) {
     const unsigned char *s = (const unsigned char *)text;
     emitter e = {out, max_tokens, 0};
     char word[64];

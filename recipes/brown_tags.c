@@ -1,5 +1,5 @@
 /*
- * universal.c: Brown corpus tags -> the 12 universal tags of Petrov, Das & McDonald, "A Universal
+ * brown_tags.c: Brown corpus tags -> the 12 universal tags of Petrov, Das & McDonald, "A Universal
  * Part-of-Speech Tagset" (LREC 2012, arXiv:1104.2086): . ADJ ADP ADV CONJ DET NOUN NUM PRON PRT
  * VERB X.
  *
@@ -15,7 +15,8 @@
  *      A a verb, HV or MD -> VERB ("let's", "must've", "gonna"); A = WRB or B a verb form ->
  *      PRT ("it's", "where's"); else the base tag of A (NN+NN, IN+IN, RB+CS ...), or X.
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,8 @@
  * The corpus may be used for non-commercial purposes only (docs/data.md): these files are
  * generated locally and never committed.
  */
-#include "data_internal.h"
+#include "recipes.h"
+#include "data/data_internal.h"
 
 #include <dirent.h>
 #include <stdlib.h>

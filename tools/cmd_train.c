@@ -231,334 +231,419 @@ static void poison_params(qkv_model *m, qkv_real *kept, bool restore) {
     }
 }
 
-int qkv_cmd_train(int argc, char **argv) {
-    const char *config_path = NULL;
-    bool resume = false;
+/* One `qkv train` run: its configuration and task, the objects it trains with, the files it
+ * writes, and what the loop carries from one step to the next. */
+typedef struct train_run {
+    const char *config_path;
     config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    char *sets[256];
-    int n_sets = 0;
+    task *tk;
+    int nonfinite; /* train.nonfinite: NONFINITE_STOP or NONFINITE_SKIP */
+    debug_events debug;
+    qkv_model *model;
+    qkv_trainer *trainer;
+    qkv_batcher *batcher;
+    qkv_real *poisoned; /* QKV_TRAIN_DEBUG nan: the values it replaced */
+    run_log lg;
+    char log_path[1024], ckpt[1024], best_path[1024], last_path[1024], report_path[1024];
+    char status[256];   /* the report's last line: how the run stands or ended */
+    bool looping;       /* the training loop started: report.html is written on every way out */
+    bool lower;         /* the selection metric: lower is better */
+    int64_t saved_step; /* the step of checkpoint.safetensors (-1: none yet) */
+    double best_value;  /* the best selection metric so far (+-INFINITY: none) */
+    /* the loop's progress */
+    bool tty;
+    double start, t_since, tokens_since, tokens_total;
+    double tok_rate; /* over the last second; the average since the start until then */
+    int64_t first_step;
+    const char *select_label; /* the selection metric's label, as the evaluation names it */
+    bool select_plain;        /* it is not a percentage */
+    const char *rate_unit;
+    qkv_step_stats st; /* of the last batch */
+} train_run;
+
+/* How a part of the run ended: on to the next part, or out with a message printed (stopped), a
+ * library error still to print (error), or a log line that could not be written (log_error). */
+typedef enum { RUN_GO, RUN_STOPPED, RUN_ERROR, RUN_LOG_ERROR } run_outcome;
+
+/* The command line: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, train_run *r, bool *resume, char **sets, int *n_sets) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--resume")) {
-            resume = true;
-        } else if (!strcmp(argv[i], "--set") && i + 1 < argc && n_sets < 256) {
-            sets[n_sets++] = argv[++i];
-        } else if (argv[i][0] != '-' && !config_path) {
-            config_path = argv[i];
+            *resume = true;
+        } else if (!strcmp(argv[i], "--set") && i + 1 < argc && *n_sets < 256) {
+            sets[(*n_sets)++] = argv[++i];
+        } else if (argv[i][0] != '-' && !r->config_path) {
+            r->config_path = argv[i];
         } else {
             fprintf(stderr, "qkv train: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }
     }
-    if (!config_path) {
+    if (!r->config_path) {
         usage(stderr);
         return 2;
     }
-    task *tk = NULL;
+    return -1;
+}
+
+/* The configuration file, the --set overrides, the task: false with the message printed. */
+static bool read_config(train_run *r, char **sets, int n_sets) {
     static const char *const nonfinite_names[] = {"stop", "skip"};
-    int nonfinite = NONFINITE_STOP;
-    debug_events debug;
-    if (!parse_debug(getenv("QKV_TRAIN_DEBUG"), &debug)) return 2;
-    bool ok = config_load(&cfg, config_path);
-    for (int i = 0; ok && i < n_sets; i++) ok = config_set(&cfg, sets[i]);
-    ok = ok && task_create(&cfg, &tk) && config_enum(&cfg, "train.nonfinite", NONFINITE_STOP, nonfinite_names, 2, &nonfinite) &&
-         config_check_unused(&cfg);
-    if (ok && (!tk->s.train_path || !tk->s.dev_path || !tk->s.out_dir)) {
-        snprintf(cfg.error, sizeof cfg.error, "%s: data.train, data.dev and out.dir are required", config_path);
+    bool ok = config_load(&r->cfg, r->config_path);
+    for (int i = 0; ok && i < n_sets; i++) ok = config_set(&r->cfg, sets[i]);
+    ok = ok && task_create(&r->cfg, &r->tk) &&
+         config_enum(&r->cfg, "train.nonfinite", NONFINITE_STOP, nonfinite_names, 2, &r->nonfinite) &&
+         config_check_unused(&r->cfg);
+    if (ok && (!r->tk->s.train_path || !r->tk->s.dev_path || !r->tk->s.out_dir)) {
+        snprintf(r->cfg.error, sizeof r->cfg.error, "%s: data.train, data.dev and out.dir are required", r->config_path);
         ok = false;
     }
-    if (!ok) {
-        fprintf(stderr, "qkv train: %s\n", cfg.error);
-        task_free(tk);
-        config_free(&cfg);
-        return 1;
-    }
-    const task_settings *s = &tk->s;
-    const task_ops *ops = tk->ops;
+    if (!ok) fprintf(stderr, "qkv train: %s\n", r->cfg.error);
+    return ok;
+}
+
+/* --resume: the trainer and the batcher where the checkpoint left them, log.jsonl cut back to it
+ * (the steps after it run again), and the report's history and best value read back from the
+ * kept lines. */
+static run_outcome resume_run(train_run *r) {
+    int64_t epoch = 0, batch = 0;
+    uint64_t fingerprint = 0;
+    if (qkv_trainer_load(r->trainer, r->ckpt, &epoch, &batch, &fingerprint)) return RUN_ERROR;
+    /* the batcher refuses a position whose fingerprint differs: other data or batching options */
+    if (qkv_batcher_seek(r->batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) return RUN_ERROR;
+    r->saved_step = qkv_trainer_steps(r->trainer);
+    resume_state rs = {.lower = r->lower, .best = r->best_value, .hist = &r->lg.hist};
+    snprintf(rs.member, sizeof rs.member, "dev_%s", r->tk->ops->select);
+    int64_t kept = 0, dropped = 0;
+    if (tlog_resume(r->log_path, r->saved_step, resume_visit, &rs, &kept, &dropped)) return RUN_ERROR;
+    r->best_value = rs.best;
+    if (dropped)
+        printf("%s: kept %lld lines up to step %lld, dropped %lld (later steps, or cut short)\n", r->log_path,
+               (long long)kept, (long long)r->saved_step, (long long)dropped);
+    printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", r->ckpt, (long long)qkv_trainer_steps(r->trainer),
+           (long long)epoch, (long long)batch);
+    return RUN_GO;
+}
+
+/* Everything the loop needs: out.dir, the data and vocabularies (built from the training set on a
+ * fresh run, read back on resume), the model, trainer and batcher, the paths, the log. */
+static run_outcome open_run(train_run *r, bool resume) {
+    const task_settings *s = &r->tk->s;
+    const task_ops *ops = r->tk->ops;
     if (mkdir(s->out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "qkv train: cannot create %s: %s\n", s->out_dir, strerror(errno));
-        task_free(tk);
-        config_free(&cfg);
-        return 1;
+        return RUN_STOPPED;
     }
     remove_stale_temporaries(s->out_dir);
     qkv_set_num_threads((int)s->threads);
-    int rc = 1;
-    qkv_batcher *batcher = NULL;
-    qkv_model *model = NULL;
-    qkv_real *poisoned = NULL; /* QKV_TRAIN_DEBUG nan: the values it replaced */
-    qkv_trainer *trainer = NULL;
-    run_log lg;
-    memset(&lg, 0, sizeof lg);
-    char path[1024], ckpt[1024], best_path[1024], last_path[1024], report_path[1024], status[256];
-    bool looping = false; /* the training loop started: report.html is written on every way out */
-    snprintf(status, sizeof status, "stopped by an error");
-
-    /* data and vocabularies: built from the training set on a fresh run, read back on resume */
-    if (ops->prepare(tk, resume)) goto done_err;
-    if (qkv_model_new(&s->model, s->train.seed, &model)) goto done_err;
-    if (qkv_trainer_new(model, &s->train, &trainer)) goto done_err;
-    if (debug.nan_count > 0 && !(poisoned = malloc(sizeof(qkv_real) * (size_t)qkv_params_count(model->params))))
-        goto done_err;
-    if (qkv_batcher_new(tk->train, &tk->batch_opts, &batcher)) goto done_err;
-    if (task_path(ckpt, sizeof ckpt, s->out_dir, "checkpoint.safetensors") ||
-        task_path(best_path, sizeof best_path, s->out_dir, "model.safetensors") ||
-        task_path(last_path, sizeof last_path, s->out_dir, "last.safetensors") ||
-        task_path(report_path, sizeof report_path, s->out_dir, "report.html") ||
-        task_path(path, sizeof path, s->out_dir, "log.jsonl"))
-        goto done_err;
-    const bool lower = ops->lower_is_better;
-    int64_t saved_step = -1; /* the step of checkpoint.safetensors (-1: none yet) */
-    double best_value = lower ? INFINITY : -INFINITY;
-    if (resume) {
-        int64_t epoch = 0, batch = 0;
-        uint64_t fingerprint = 0;
-        if (qkv_trainer_load(trainer, ckpt, &epoch, &batch, &fingerprint)) goto done_err;
-        /* the batcher refuses a position whose fingerprint differs: other data or batching options */
-        if (qkv_batcher_seek(batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) goto done_err;
-        saved_step = qkv_trainer_steps(trainer);
-        /* the log is cut back to the checkpoint (the steps after it run again), and the report's
-         * history read back from the kept lines */
-        resume_state rs = {.lower = lower, .best = best_value, .hist = &lg.hist};
-        snprintf(rs.member, sizeof rs.member, "dev_%s", ops->select);
-        int64_t kept = 0, dropped = 0;
-        if (tlog_resume(path, saved_step, resume_visit, &rs, &kept, &dropped)) goto done_err;
-        best_value = rs.best;
-        if (dropped)
-            printf("%s: kept %lld lines up to step %lld, dropped %lld (later steps, or cut short)\n", path, (long long)kept,
-                   (long long)saved_step, (long long)dropped);
-        printf("resuming %s at step %lld (epoch %lld, batch %lld)\n", ckpt, (long long)qkv_trainer_steps(trainer),
-               (long long)epoch, (long long)batch);
-    }
-    if (!(lg.f = fopen(path, resume ? "a" : "w"))) {
-        fprintf(stderr, "qkv train: cannot open %s: %s\n", path, strerror(errno));
-        goto done;
+    if (ops->prepare(r->tk, resume) || qkv_model_new(&s->model, s->train.seed, &r->model) ||
+        qkv_trainer_new(r->model, &s->train, &r->trainer))
+        return RUN_ERROR;
+    if (r->debug.nan_count > 0 &&
+        !(r->poisoned = malloc(sizeof(qkv_real) * (size_t)qkv_params_count(r->model->params))))
+        return RUN_ERROR;
+    if (qkv_batcher_new(r->tk->train, &r->tk->batch_opts, &r->batcher) ||
+        task_path(r->ckpt, sizeof r->ckpt, s->out_dir, "checkpoint.safetensors") ||
+        task_path(r->best_path, sizeof r->best_path, s->out_dir, "model.safetensors") ||
+        task_path(r->last_path, sizeof r->last_path, s->out_dir, "last.safetensors") ||
+        task_path(r->report_path, sizeof r->report_path, s->out_dir, "report.html") ||
+        task_path(r->log_path, sizeof r->log_path, s->out_dir, "log.jsonl"))
+        return RUN_ERROR;
+    r->lower = ops->lower_is_better;
+    r->best_value = r->lower ? INFINITY : -INFINITY;
+    run_outcome o = resume ? resume_run(r) : RUN_GO;
+    if (o != RUN_GO) return o;
+    if (!(r->lg.f = fopen(r->log_path, resume ? "a" : "w"))) {
+        fprintf(stderr, "qkv train: cannot open %s: %s\n", r->log_path, strerror(errno));
+        return RUN_STOPPED;
     }
     printf("qkv %s | %s | ", qkv_version(), ops->name);
-    ops->describe(tk, stdout);
-    printf(" | %lld parameters\n", (long long)qkv_params_numel(model->params));
+    ops->describe(r->tk, stdout);
+    printf(" | %lld parameters\n", (long long)qkv_params_numel(r->model->params));
+    return RUN_GO;
+}
 
+/* Where the last checkpoint stands, after a stop. */
+static void report_stop(const train_run *r, const char *hint) {
+    if (r->saved_step >= 0)
+        fprintf(stderr, "qkv train: training stopped; %s holds step %lld (--resume continues from it)%s\n", r->ckpt,
+                (long long)r->saved_step, hint);
+    else
+        fprintf(stderr, "qkv train: training stopped before a checkpoint was saved%s\n", hint);
+}
+
+/* A step whose loss or gradient norm was not finite (nothing was applied): stop with the last
+ * checkpoint on disk, or skip the step with a "skip" line. */
+static run_outcome on_nonfinite(train_run *r, int64_t attempt, int *skips_in_row) {
+    const qkv_step_stats *st = &r->st;
+    const char *what = st->nonfinite == QKV_NONFINITE_GRAD ? "gradient norm" : "loss";
+    if (r->tty) printf("\n");
+    if (r->nonfinite == NONFINITE_STOP || ++*skips_in_row >= MAX_SKIPS) {
+        fprintf(stderr, "qkv train: %s\n", qkv_last_error());
+        if (r->nonfinite == NONFINITE_SKIP) fprintf(stderr, "qkv train: %d steps in a row were not finite\n", MAX_SKIPS);
+        report_stop(r, r->nonfinite == NONFINITE_STOP ? "; train.nonfinite = skip skips such steps" : "");
+        snprintf(r->status, sizeof r->status, "stopped at step %lld: the %s was not finite", (long long)attempt, what);
+        return RUN_STOPPED;
+    }
+    r->lg.skipped++;
+    printf("step %lld skipped: %s\n", (long long)attempt, qkv_last_error());
+    const qkv_batch_pos at = qkv_batcher_tell(r->batcher);
+    tlog_out lo;
+    tlog_start(&lo, "skip", attempt);
+    tlog_int(&lo, "epoch", (int64_t)at.epoch);
+    tlog_str(&lo, "what", what);
+    tlog_num(&lo, "loss", st->loss, 7);
+    tlog_num(&lo, "grad_norm", st->grad_norm, 7);
+    tlog_int(&lo, "skipped", r->lg.skipped);
+    return tlog_write(&lo, r->lg.f) ? RUN_GO : RUN_LOG_ERROR;
+}
+
+/* The live bar on a terminal, or a plain line every train.log_every steps. */
+static void show_progress(train_run *r, int64_t step, uint64_t epoch) {
+    const task_settings *s = &r->tk->s;
+    const double t = now();
+    if (t - r->t_since > 1.0) {
+        r->tok_rate = r->tokens_since / (t - r->t_since);
+        r->tokens_since = 0;
+        r->t_since = t;
+    }
+    const double rate =
+        isnan(r->tok_rate) ? r->tokens_total / (t - r->start > 1e-9 ? t - r->start : 1e-9) : r->tok_rate;
+    const double per_step = (t - r->start) / (double)(step - r->first_step);
+    char eta[32];
+    format_duration(per_step * (double)(s->steps - step), eta, sizeof eta);
+    /* shown: the mean loss of the steps since the last train line, what the next one logs */
+    const double smooth = r->lg.win_loss / (double)r->lg.win_steps;
+    if (r->tty) {
+        const int width = 24, filled = (int)((double)width * (double)step / (double)s->steps);
+        printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f %s/s  lr %.2e  ETA %s   ", filled,
+               "========================", width - filled, "", (long long)step, (long long)s->steps,
+               (unsigned long long)epoch, smooth, rate, r->rate_unit, r->st.lr, eta);
+        fflush(stdout);
+    } else if (step % s->log_every == 0 || step == s->steps) {
+        printf("step %lld/%lld epoch %llu loss %.4f %s/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s->steps,
+               (unsigned long long)epoch, smooth, r->rate_unit, rate, r->st.lr, eta);
+        fflush(stdout);
+    }
+}
+
+/* The "eval" line of step `step`: the mean training loss since the previous evaluation and the
+ * dev metrics. */
+static bool log_eval_line(train_run *r, int64_t step, uint64_t epoch, const task_metrics *m, double *train_loss) {
+    run_log *lg = &r->lg;
+    *train_loss = lg->eval_steps ? lg->eval_loss / (double)lg->eval_steps : NAN;
+    lg->eval_loss = 0, lg->eval_steps = 0;
+    lg->hist.elapsed_s = run_elapsed(lg);
+    tlog_out lo;
+    tlog_start(&lo, "eval", step);
+    tlog_int(&lo, "epoch", (int64_t)epoch);
+    tlog_fixed(&lo, "train_loss", *train_loss, 6);
+    for (int i = 0; i < m->n; i++) {
+        char key[80];
+        snprintf(key, sizeof key, "dev_%s", m->m[i].key);
+        tlog_fixed(&lo, key, m->m[i].value, 4);
+    }
+    tlog_num(&lo, "lr", r->st.lr, 6);
+    tlog_fixed(&lo, "elapsed_s", lg->hist.elapsed_s, 1);
+    return tlog_write(&lo, lg->f);
+}
+
+/* The evaluation of step `step`: score the dev set, log it, save the model (last, and best when
+ * the selection metric is the best so far) and the checkpoint, rewrite the report. With
+ * train.ema the average is what is scored and saved. A model with a NaN or infinite weight (an
+ * overflow in an update whose gradients were finite) is neither evaluated nor saved: the files
+ * on disk stay the last good ones. */
+static run_outcome evaluate_and_save(train_run *r, int64_t step, qkv_batch_pos pos) {
+    const task_ops *ops = r->tk->ops;
+    if (qkv_trainer_check_finite(r->trainer)) {
+        fprintf(stderr, "qkv train: %s\n", qkv_last_error());
+        report_stop(r, "");
+        snprintf(r->status, sizeof r->status, "stopped at step %lld: a parameter was not finite", (long long)step);
+        return RUN_STOPPED;
+    }
+    const bool ema = qkv_trainer_has_ema(r->trainer);
+    task_metrics m;
+    const double e0 = now();
+    if (ema && qkv_trainer_swap_ema(r->trainer)) return RUN_ERROR;
+    if (step == r->debug.sigint_eval_step) raise(SIGINT);
+    if (ops->evaluate(r->tk, r->model, &m)) return RUN_ERROR;
+    const double value = task_metrics_get(&m, ops->select);
+    const bool best = r->lower ? value < r->best_value : value > r->best_value;
+    if (r->tty) printf("\n");
+    printf("eval step %lld: dev", (long long)step);
+    for (int i = 0; i < m.n; i++)
+        printf(m.m[i].plain ? "%s %s %.4f" : "%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
+    printf("  (%lld %s, %.1f s)%s\n", (long long)m.items, m.unit, now() - e0, best ? "  best so far" : "");
+    double train_loss;
+    if (!log_eval_line(r, step, pos.epoch, &m, &train_loss)) return RUN_LOG_ERROR;
+    if (step == r->debug.kill_step) raise(SIGKILL);
+    th_add_eval(&r->lg.hist, step, train_loss, &m);
+    for (int i = 0; i < m.n; i++)
+        if (!strcmp(m.m[i].key, ops->select)) r->select_label = m.m[i].label, r->select_plain = m.m[i].plain;
+    if (qkv_model_save(r->model, r->last_path)) return RUN_ERROR;
+    if (best) {
+        r->best_value = value;
+        if (qkv_model_save(r->model, r->best_path)) return RUN_ERROR;
+    }
+    if (ema && qkv_trainer_swap_ema(r->trainer)) return RUN_ERROR;
+    if (qkv_trainer_save(r->trainer, r->ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) return RUN_ERROR;
+    r->saved_step = step;
+    snprintf(r->status, sizeof r->status, "running: step %lld of %lld", (long long)step, (long long)r->tk->s.steps);
+    th_write_report(&r->lg.hist, r->report_path, r->config_path, r->status, r->rate_unit, REPORT_REFRESH_S);
+    r->lg.report_t = now();
+    return RUN_GO;
+}
+
+/* What follows an applied optimiser step: the progress, the train line (and a cheap report at
+ * most every REPORT_EVERY_S seconds), the evaluation and saves when due. */
+static run_outcome after_step(train_run *r, int64_t step) {
+    const task_settings *s = &r->tk->s;
+    if (step == r->debug.sigint_step) raise(SIGINT);
+    if (step == r->debug.nan_weights_step) ((qkv_real *)qkv_params_get(r->model->params, 0)->data)[0] = (qkv_real)NAN;
+    const qkv_batch_pos pos = qkv_batcher_tell(r->batcher);
+    const bool eval_due = step % s->eval_every == 0 || step == s->steps;
+    const bool line_due = step % s->log_every == 0 || step == s->steps || eval_due;
+    show_progress(r, step, pos.epoch);
+    if (line_due) {
+        if (!log_train_line(&r->lg, step, pos.epoch, r->st.lr, r->st.grad_norm)) return RUN_LOG_ERROR;
+        if (!eval_due && now() - r->lg.report_t >= REPORT_EVERY_S) {
+            snprintf(r->status, sizeof r->status, "running: step %lld of %lld", (long long)step, (long long)s->steps);
+            th_write_report(&r->lg.hist, r->report_path, r->config_path, r->status, r->rate_unit, REPORT_REFRESH_S);
+            r->lg.report_t = now();
+        }
+    }
+    return eval_due ? evaluate_and_save(r, step, pos) : RUN_GO;
+}
+
+/* The training loop: batches until train.steps optimiser steps are applied (several batches per
+ * step with gradient accumulation), or Ctrl-C. Ctrl-C is honoured after an optimiser step (a
+ * checkpoint cannot hold half an accumulation) and whatever that step logs, evaluates and saves. */
+static run_outcome train_loop(train_run *r) {
     signal(SIGINT, on_sigint);
-    const bool tty = isatty(fileno(stdout));
-    const double start = now();
-    const int64_t first_step = qkv_trainer_steps(trainer);
-    lg.start = lg.win_t0 = lg.report_t = start;
-    lg.elapsed_base = lg.hist.elapsed_s;
-    lg.skipped = lg.hist.skipped;
-    lg.line_step = first_step;
-    double tokens_since = 0, tokens_total = 0, t_since = start;
-    double tok_rate = NAN; /* over the last second; the average since the start until then */
-    const char *select_label = ops->select;
-    const bool ema = qkv_trainer_has_ema(trainer);
-    bool select_plain = false; /* the selection metric is not a percentage */
-    const char *rate_unit = ops->rate_unit ? ops->rate_unit : "tok";
-    int batch_in_step = 0;    /* batches of the accumulation under way */
-    double step_loss = 0;     /* the sum of their losses */
-    int skips_in_row = 0;     /* non-finite steps skipped since the last applied one */
-    qkv_step_stats st;        /* of the last batch */
-    memset(&st, 0, sizeof st);
-    looping = true;
-    /* Ctrl-C is honoured after an optimiser step (a checkpoint cannot hold half an accumulation)
-     * and whatever that step logs, evaluates and saves. */
-    while (qkv_trainer_steps(trainer) < s->steps) {
+    r->tty = isatty(fileno(stdout));
+    r->start = r->t_since = now();
+    r->tok_rate = NAN;
+    r->first_step = qkv_trainer_steps(r->trainer);
+    r->lg.start = r->lg.win_t0 = r->lg.report_t = r->start;
+    r->lg.elapsed_base = r->lg.hist.elapsed_s;
+    r->lg.skipped = r->lg.hist.skipped;
+    r->lg.line_step = r->first_step;
+    r->select_label = r->tk->ops->select;
+    r->rate_unit = r->tk->ops->rate_unit ? r->tk->ops->rate_unit : "tok";
+    int batch_in_step = 0; /* batches of the accumulation under way */
+    double step_loss = 0;  /* the sum of their losses */
+    int skips_in_row = 0;  /* non-finite steps skipped since the last applied one */
+    r->looping = true;
+    while (qkv_trainer_steps(r->trainer) < r->tk->s.steps) {
         qkv_batch b;
         qkv_train_batch tb;
-        if (qkv_batcher_next(batcher, &b) || ops->batch(tk, &b, &tb)) goto done_err;
-        const int64_t attempt = qkv_trainer_steps(trainer) + 1;
-        const bool poison = poisoned && attempt == debug.nan_step && debug.nan_count > 0 && batch_in_step == 0;
-        if (poison) poison_params(model, poisoned, false), debug.nan_count--;
-        const qkv_status step_st = qkv_trainer_step(trainer, &tb, &st);
-        if (poison) poison_params(model, poisoned, true);
+        if (qkv_batcher_next(r->batcher, &b) || r->tk->ops->batch(r->tk, &b, &tb)) return RUN_ERROR;
+        const int64_t attempt = qkv_trainer_steps(r->trainer) + 1;
+        const bool poison =
+            r->poisoned && attempt == r->debug.nan_step && r->debug.nan_count > 0 && batch_in_step == 0;
+        if (poison) poison_params(r->model, r->poisoned, false), r->debug.nan_count--;
+        const qkv_status step_st = qkv_trainer_step(r->trainer, &tb, &r->st);
+        if (poison) poison_params(r->model, r->poisoned, true);
         if (step_st == QKV_ERR_NONFINITE) {
-            /* nothing was applied: stop with the last checkpoint on disk, or skip the step */
             batch_in_step = 0, step_loss = 0;
-            if (tty) printf("\n");
-            const char *hint = nonfinite == NONFINITE_STOP ? "; train.nonfinite = skip skips such steps" : "";
-            if (nonfinite == NONFINITE_STOP || ++skips_in_row >= MAX_SKIPS) {
-                fprintf(stderr, "qkv train: %s\n", qkv_last_error());
-                if (nonfinite == NONFINITE_SKIP) fprintf(stderr, "qkv train: %d steps in a row were not finite\n", MAX_SKIPS);
-                if (saved_step >= 0)
-                    fprintf(stderr, "qkv train: training stopped; %s holds step %lld (--resume continues from it)%s\n", ckpt,
-                            (long long)saved_step, hint);
-                else
-                    fprintf(stderr, "qkv train: training stopped before a checkpoint was saved%s\n", hint);
-                snprintf(status, sizeof status, "stopped at step %lld: the %s was not finite", (long long)attempt,
-                         st.nonfinite == QKV_NONFINITE_GRAD ? "gradient norm" : "loss");
-                goto done;
-            }
-            lg.skipped++;
-            printf("step %lld skipped: %s\n", (long long)attempt, qkv_last_error());
-            const qkv_batch_pos at = qkv_batcher_tell(batcher);
-            tlog_out lo;
-            tlog_start(&lo, "skip", attempt);
-            tlog_int(&lo, "epoch", (int64_t)at.epoch);
-            tlog_str(&lo, "what", st.nonfinite == QKV_NONFINITE_GRAD ? "gradient norm" : "loss");
-            tlog_num(&lo, "loss", st.loss, 7);
-            tlog_num(&lo, "grad_norm", st.grad_norm, 7);
-            tlog_int(&lo, "skipped", lg.skipped);
-            if (!tlog_write(&lo, lg.f)) goto log_err;
+            const run_outcome o = on_nonfinite(r, attempt, &skips_in_row);
+            if (o != RUN_GO) return o;
             continue;
         }
-        if (step_st) goto done_err;
-        tokens_since += (double)st.tokens;
-        tokens_total += (double)st.tokens;
-        lg.win_tokens += (double)st.tokens;
-        step_loss += st.loss;
+        if (step_st) return RUN_ERROR;
+        r->tokens_since += (double)r->st.tokens;
+        r->tokens_total += (double)r->st.tokens;
+        r->lg.win_tokens += (double)r->st.tokens;
+        step_loss += r->st.loss;
         batch_in_step++;
-        if (!st.stepped) continue;
+        if (!r->st.stepped) continue;
         /* the step's loss: the mean over its batches, as its gradient is */
         const double loss = step_loss / batch_in_step;
         batch_in_step = 0, step_loss = 0, skips_in_row = 0;
-        lg.win_loss += loss, lg.win_steps++;
-        lg.eval_loss += loss, lg.eval_steps++;
-        const int64_t step = qkv_trainer_steps(trainer);
-        if (step == debug.sigint_step) raise(SIGINT);
-        if (step == debug.nan_weights_step) ((qkv_real *)qkv_params_get(model->params, 0)->data)[0] = (qkv_real)NAN;
-        const double t = now();
-        if (t - t_since > 1.0) {
-            tok_rate = tokens_since / (t - t_since);
-            tokens_since = 0;
-            t_since = t;
-        }
-        const double rate = isnan(tok_rate) ? tokens_total / (t - start > 1e-9 ? t - start : 1e-9) : tok_rate;
-        const double per_step = (t - start) / (double)(step - first_step);
-        char eta[32];
-        format_duration(per_step * (double)(s->steps - step), eta, sizeof eta);
-        const qkv_batch_pos pos = qkv_batcher_tell(batcher);
-        const bool eval_due = step % s->eval_every == 0 || step == s->steps;
-        const bool line_due = step % s->log_every == 0 || step == s->steps || eval_due;
-        /* shown: the mean loss of the steps since the last train line, what the next one logs */
-        const double smooth = lg.win_loss / (double)lg.win_steps;
-        if (tty) {
-            const int width = 24, filled = (int)((double)width * (double)step / (double)s->steps);
-            printf("\r[%.*s%*s] step %lld/%lld  epoch %llu  loss %.4f  %6.0f %s/s  lr %.2e  ETA %s   ", filled,
-                   "========================", width - filled, "", (long long)step, (long long)s->steps,
-                   (unsigned long long)pos.epoch, smooth, rate, rate_unit, st.lr, eta);
-            fflush(stdout);
-        } else if (step % s->log_every == 0 || step == s->steps) {
-            printf("step %lld/%lld epoch %llu loss %.4f %s/s %.0f lr %.3e eta %s\n", (long long)step, (long long)s->steps,
-                   (unsigned long long)pos.epoch, smooth, rate_unit, rate, st.lr, eta);
-            fflush(stdout);
-        }
-        if (line_due) {
-            if (!log_train_line(&lg, step, pos.epoch, st.lr, st.grad_norm)) goto log_err;
-            /* the page of a run in progress, cheaply: at most every REPORT_EVERY_S seconds */
-            if (!eval_due && now() - lg.report_t >= REPORT_EVERY_S) {
-                snprintf(status, sizeof status, "running: step %lld of %lld", (long long)step, (long long)s->steps);
-                th_write_report(&lg.hist, report_path, config_path, status, rate_unit, REPORT_REFRESH_S);
-                lg.report_t = now();
-            }
-        }
-        if (eval_due) {
-            /* a model with a NaN or infinite weight (an overflow in an update whose gradients were
-             * finite) is neither evaluated nor saved: the files on disk stay the last good ones */
-            if (qkv_trainer_check_finite(trainer)) {
-                fprintf(stderr, "qkv train: %s\n", qkv_last_error());
-                if (saved_step >= 0)
-                    fprintf(stderr, "qkv train: training stopped; %s holds step %lld (--resume continues from it)\n", ckpt,
-                            (long long)saved_step);
-                else
-                    fprintf(stderr, "qkv train: training stopped before a checkpoint was saved\n");
-                snprintf(status, sizeof status, "stopped at step %lld: a parameter was not finite", (long long)step);
-                goto done;
-            }
-            task_metrics m;
-            const double e0 = now();
-            /* with train.ema the average is what is scored and saved (model, last) */
-            if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
-            if (step == debug.sigint_eval_step) raise(SIGINT);
-            if (ops->evaluate(tk, model, &m)) goto done_err;
-            const double value = task_metrics_get(&m, ops->select);
-            const bool best = lower ? value < best_value : value > best_value;
-            if (tty) printf("\n");
-            printf("eval step %lld: dev", (long long)step);
-            for (int i = 0; i < m.n; i++)
-                printf(m.m[i].plain ? "%s %s %.4f" : "%s %s %.2f%%", i ? " " : "", m.m[i].label, m.m[i].value);
-            printf("  (%lld %s, %.1f s)%s\n", (long long)m.items, m.unit, now() - e0, best ? "  best so far" : "");
-            /* train_loss: the mean loss of the steps since the previous evaluation */
-            const double train_loss = lg.eval_steps ? lg.eval_loss / (double)lg.eval_steps : NAN;
-            lg.eval_loss = 0, lg.eval_steps = 0;
-            lg.hist.elapsed_s = run_elapsed(&lg);
-            tlog_out lo;
-            tlog_start(&lo, "eval", step);
-            tlog_int(&lo, "epoch", (int64_t)pos.epoch);
-            tlog_fixed(&lo, "train_loss", train_loss, 6);
-            for (int i = 0; i < m.n; i++) {
-                char key[80];
-                snprintf(key, sizeof key, "dev_%s", m.m[i].key);
-                tlog_fixed(&lo, key, m.m[i].value, 4);
-            }
-            tlog_num(&lo, "lr", st.lr, 6);
-            tlog_fixed(&lo, "elapsed_s", lg.hist.elapsed_s, 1);
-            if (!tlog_write(&lo, lg.f)) goto log_err;
-            if (step == debug.kill_step) raise(SIGKILL);
-            th_add_eval(&lg.hist, step, train_loss, &m);
-            for (int i = 0; i < m.n; i++)
-                if (!strcmp(m.m[i].key, ops->select)) select_label = m.m[i].label, select_plain = m.m[i].plain;
-            if (qkv_model_save(model, last_path)) goto done_err;
-            if (best) {
-                best_value = value;
-                if (qkv_model_save(model, best_path)) goto done_err;
-            }
-            if (ema && qkv_trainer_swap_ema(trainer)) goto done_err;
-            if (qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint)) goto done_err;
-            saved_step = step;
-            snprintf(status, sizeof status, "running: step %lld of %lld", (long long)step, (long long)s->steps);
-            th_write_report(&lg.hist, report_path, config_path, status, rate_unit, REPORT_REFRESH_S);
-            lg.report_t = now();
-        }
-        /* Ctrl-C is honoured once the step's log line, evaluation and saves are done */
+        r->lg.win_loss += loss, r->lg.win_steps++;
+        r->lg.eval_loss += loss, r->lg.eval_steps++;
+        const run_outcome o = after_step(r, qkv_trainer_steps(r->trainer));
+        if (o != RUN_GO) return o;
         if (interrupted) break;
     }
-    if (tty) printf("\n");
-    const int64_t steps_done = qkv_trainer_steps(trainer);
+    return RUN_GO;
+}
+
+/* After the loop: an interrupted run logs its last steps and saves a checkpoint (exit 130); a
+ * finished one says how it went (exit 0). */
+static run_outcome end_run(train_run *r, int *rc) {
+    const task_settings *s = &r->tk->s;
+    if (r->tty) printf("\n");
+    const int64_t steps_done = qkv_trainer_steps(r->trainer);
     if (interrupted && steps_done < s->steps) {
-        const qkv_batch_pos pos = qkv_batcher_tell(batcher);
+        const qkv_batch_pos pos = qkv_batcher_tell(r->batcher);
         /* the steps since the last train line get theirs, so the log covers every step */
-        if (lg.line_step != steps_done && !log_train_line(&lg, steps_done, pos.epoch, st.lr, st.grad_norm)) goto log_err;
-        if (saved_step != steps_done && qkv_trainer_save(trainer, ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint))
-            goto done_err;
-        saved_step = steps_done;
-        printf("interrupted at step %lld: checkpoint saved to %s (continue with --resume)\n", (long long)steps_done, ckpt);
-        snprintf(status, sizeof status, "interrupted at step %lld of %lld (continue with --resume)", (long long)steps_done,
-                 (long long)s->steps);
-        rc = 130;
-        goto done;
+        if (r->lg.line_step != steps_done && !log_train_line(&r->lg, steps_done, pos.epoch, r->st.lr, r->st.grad_norm))
+            return RUN_LOG_ERROR;
+        if (r->saved_step != steps_done &&
+            qkv_trainer_save(r->trainer, r->ckpt, (int64_t)pos.epoch, pos.batch, pos.fingerprint))
+            return RUN_ERROR;
+        r->saved_step = steps_done;
+        printf("interrupted at step %lld: checkpoint saved to %s (continue with --resume)\n", (long long)steps_done,
+               r->ckpt);
+        snprintf(r->status, sizeof r->status, "interrupted at step %lld of %lld (continue with --resume)",
+                 (long long)steps_done, (long long)s->steps);
+        *rc = 130;
+        return RUN_GO;
     }
     char took[32];
-    format_duration(now() - start, took, sizeof took);
-    if (isfinite(best_value))
-        printf(select_plain ? "trained %lld steps in %s; best dev %s %.4f; model: %s\n"
-                            : "trained %lld steps in %s; best dev %s %.2f%%; model: %s\n",
-               (long long)(steps_done - first_step), took, select_label, best_value, best_path);
+    format_duration(now() - r->start, took, sizeof took);
+    if (isfinite(r->best_value))
+        printf(r->select_plain ? "trained %lld steps in %s; best dev %s %.4f; model: %s\n"
+                               : "trained %lld steps in %s; best dev %s %.2f%%; model: %s\n",
+               (long long)(steps_done - r->first_step), took, r->select_label, r->best_value, r->best_path);
     else
-        printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(steps_done - first_step), took);
-    snprintf(status, sizeof status, "finished: %lld steps", (long long)steps_done);
-    rc = 0;
-    goto done;
-log_err:
-    fprintf(stderr, "qkv train: cannot write %s: %s\n", path, strerror(errno));
-    goto done;
-done_err:
-    fail("training stopped");
-    if (trainer) snprintf(status, sizeof status, "stopped by an error after step %lld", (long long)qkv_trainer_steps(trainer));
-done:
-    /* the final report: no longer reloading itself */
-    if (looping) {
-        lg.hist.elapsed_s = run_elapsed(&lg);
-        th_write_report(&lg.hist, report_path, config_path, status, ops->rate_unit ? ops->rate_unit : "tok", 0);
+        printf("trained %lld steps in %s (no evaluation ran)\n", (long long)(steps_done - r->first_step), took);
+    snprintf(r->status, sizeof r->status, "finished: %lld steps", (long long)steps_done);
+    *rc = 0;
+    return RUN_GO;
+}
+
+int qkv_cmd_train(int argc, char **argv) {
+    train_run r;
+    memset(&r, 0, sizeof r);
+    r.saved_step = -1;
+    snprintf(r.status, sizeof r.status, "stopped by an error");
+    bool resume = false;
+    char *sets[256];
+    int n_sets = 0;
+    int rc = parse_args(argc, argv, &r, &resume, sets, &n_sets);
+    if (rc >= 0) return rc;
+    if (!parse_debug(getenv("QKV_TRAIN_DEBUG"), &r.debug)) return 2;
+    rc = 1;
+    if (read_config(&r, sets, n_sets)) {
+        run_outcome o = open_run(&r, resume);
+        if (o == RUN_GO) o = train_loop(&r);
+        if (o == RUN_GO) o = end_run(&r, &rc);
+        if (o == RUN_LOG_ERROR) fprintf(stderr, "qkv train: cannot write %s: %s\n", r.log_path, strerror(errno));
+        if (o == RUN_ERROR) {
+            fail("training stopped");
+            if (r.trainer)
+                snprintf(r.status, sizeof r.status, "stopped by an error after step %lld",
+                         (long long)qkv_trainer_steps(r.trainer));
+        }
+        if (o != RUN_GO) rc = 1;
     }
-    if (lg.f) fclose(lg.f);
-    free(poisoned);
-    th_free(&lg.hist);
-    qkv_batcher_free(batcher);
-    qkv_trainer_free(trainer);
-    qkv_model_free(model);
-    task_free(tk);
-    config_free(&cfg);
+    if (r.looping) { /* the final report: no longer reloading itself */
+        r.lg.hist.elapsed_s = run_elapsed(&r.lg);
+        th_write_report(&r.lg.hist, r.report_path, r.config_path, r.status, r.rate_unit, 0);
+    }
+    if (r.lg.f) fclose(r.lg.f);
+    free(r.poisoned);
+    th_free(&r.lg.hist);
+    qkv_batcher_free(r.batcher);
+    qkv_trainer_free(r.trainer);
+    qkv_model_free(r.model);
+    task_free(r.tk);
+    config_free(&r.cfg);
     return rc;
 }

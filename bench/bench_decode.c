@@ -143,38 +143,44 @@ static void print_json(const bench_config *c, const char *search, int32_t K, boo
            t[0], t[reps - 1], (double)B * T / med, cpu_med, bench_peak_rss_mib());
 }
 
-int main(int argc, char **argv) {
-    bench_blas_kernels(argv);
-    const bench_config *c = bench_find_config("S");
-    int threads = 0, reps = 3;
-    int32_t B = 0, T = 0, K = 5;
-    bool uncached = true, json = false, phases = false, panels = true;
-    int first_search = 0, last_search = 1; /* 0 greedy, 1 beam */
+/* The command line (usage below). */
+typedef struct decode_opts {
+    const bench_config *c;
+    int threads, reps;
+    int32_t B, T, K; /* 0: the configuration's batch and length */
+    bool uncached, json, phases, panels;
+    int first_search, last_search; /* 0 greedy, 1 beam */
+} decode_opts;
+
+/* -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, decode_opts *o) {
+    *o = (decode_opts){.c = bench_find_config("S"), .reps = 3, .K = 5, .uncached = true, .panels = true,
+                       .last_search = 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-            if (!(c = bench_find_config(argv[++i]))) return 2;
+            if (!(o->c = bench_find_config(argv[++i]))) return 2;
         } else if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &o->threads)) return 2;
         } else if (!strcmp(argv[i], "--batch")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &B)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &o->B)) return 2;
         } else if (!strcmp(argv[i], "--len")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &T)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 4096, &o->T)) return 2;
         } else if (!strcmp(argv[i], "--reps")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &reps)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &o->reps)) return 2;
         } else if (!strcmp(argv[i], "--beam")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &K)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 64, &o->K)) return 2;
         } else if (!strcmp(argv[i], "--no-uncached"))
-            uncached = false;
+            o->uncached = false;
         else if (!strcmp(argv[i], "--no-panels"))
-            panels = false;
+            o->panels = false;
         else if (!strcmp(argv[i], "--json"))
-            json = true;
+            o->json = true;
         else if (!strcmp(argv[i], "--phases"))
-            phases = true;
+            o->phases = true;
         else if (!strcmp(argv[i], "--search") && i + 1 < argc) {
             const char *w = argv[++i];
-            first_search = !strcmp(w, "beam");
-            last_search = strcmp(w, "greedy") != 0;
+            o->first_search = !strcmp(w, "beam");
+            o->last_search = strcmp(w, "greedy") != 0;
             if (strcmp(w, "greedy") && strcmp(w, "beam") && strcmp(w, "both")) {
                 fprintf(stderr, "bench_decode: --search %s is not greedy, beam or both\n", w);
                 return 2;
@@ -187,6 +193,21 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
+    decode_opts o;
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed >= 0) return parsed;
+    const bench_config *c = o.c;
+    const int threads = o.threads, reps = o.reps;
+    int32_t B = o.B, T = o.T;
+    const int32_t K = o.K;
+    const bool uncached = o.uncached, json = o.json, phases = o.phases, panels = o.panels;
+    const int first_search = o.first_search;
+    int last_search = o.last_search;
     if (c->arch != QKV_ARCH_ENCODER_DECODER) {
         fprintf(stderr, "bench_decode: config %s is not an encoder-decoder (S or B)\n", c->name);
         return 2;

@@ -642,13 +642,122 @@ static void bwd_one_pass(const bwd_args *a, qkv_real *scratch, int64_t per) {
     }
 }
 
+/* The two-pass schedule's accumulators per thread: dqa (BR x D) in pass 1, dka and dva
+ * (BC x (D + Dv)) in pass 2, in the same place. */
+static int64_t two_pass_acc(const qkv_sdpa_problem *p) {
+    return max64(BR * p->D, BC * (p->D + p->Dv));
+}
+
+/* Pass 1 of the two-pass schedule: dQ by query blocks, with K^T and V^T transposed into lay. */
+static void bwd_dq_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int64_t per) {
+    const qkv_sdpa_problem *p = a->p;
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    const qkv_real scale = (qkv_real)p->scale, rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    const bool drop = p->dropout > 0, par = B * H * T * S * (D + Dv) > GRAIN;
+    const int64_t acc_n = two_pass_acc(p);
+    const qkv_real *q = a->q, *k = a->k, *v = a->v, *dout = a->dout, *Dd = a->Dd, *L = a->L;
+    qkv_real *dq = a->dq;
+    (void)par;
+    const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
+    qkv_real *kt = lay,
+             *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
+    transpose_into(vt, v, p->lv, H, B * H, S, Dv);               /* (B, H, Dv, tld(S)) */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par)
+#endif
+    for (int64_t task = 0; task < tasks; task++) {
+        qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
+        qkv_real *dqa = dp + BR * BC, *keep = dqa + acc_n;
+        const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
+        const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
+        const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0), *dob = dout + row0 * Dv;
+        zero(dqa, nr * D);
+        int64_t jlo, jhi;
+        key_range(p, i0, nr, &jlo, &jhi);
+        for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
+            const int64_t nc = min64(BC, S - j0);
+            zero(s, nr * BC);
+            mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
+                   BC); /* S = Q K^T */
+            finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+            probs(L + row0, nr, nc, s, BC, 1);
+            zero(dp, nr * BC);
+            mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
+                   BC); /* dP = dO V^T */
+            if (drop) { /* dP <- z dP */
+                keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
+                drop_tile(keep, rs, nr, nc, BC, dp);
+            }
+            dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
+            mm_acc(nr, D, nc, dp, BC, k + sdpa_row(p->lk, H, bh, j0), p->lk.ld, dqa,
+                   D); /* dQ += dS K */
+        }
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t d = 0; d < D; d++)
+                dq[sdpa_row(p->lq, H, bh, i0 + r) + d] += dqa[r * D + d];
+    }
+}
+
+/* Pass 2 of the two-pass schedule: dK, dV by key blocks (tiles are transposed: rows = keys), with
+ * Q^T and dO^T transposed into lay. */
+static void bwd_dkdv_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int64_t per) {
+    const qkv_sdpa_problem *p = a->p;
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
+    const qkv_real scale = (qkv_real)p->scale, rs = (qkv_real)(1.0 / (1.0 - p->dropout));
+    const bool drop = p->dropout > 0, par = B * H * T * S * (D + Dv) > GRAIN;
+    const int64_t acc_n = two_pass_acc(p);
+    const qkv_real *q = a->q, *k = a->k, *v = a->v, *dout = a->dout, *Dd = a->Dd, *L = a->L;
+    qkv_real *dk = a->dk, *dv = a->dv;
+    (void)par;
+    const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
+    const qkv__mat_layout lo = {Dv, H * T * Dv, T * Dv}; /* dout: contiguous */
+    qkv_real *qt = lay,
+             *dot = transpose_into(qt, q, p->lq, H, B * H, T, D); /* (B, H, D, tld(T)) */
+    if (dk) transpose_into(dot, dout, lo, H, B * H, T, Dv);       /* (B, H, Dv, tld(T)) */
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static, 1) if (par)
+#endif
+    for (int64_t task = 0; task < tasks; task++) {
+        qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
+        qkv_real *dka = dp + BC * BR, *dva = dka + BC * D, *keep = dka + acc_n;
+        const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
+        const int64_t nc = min64(BC, S - j0);
+        const qkv_real *kb = k + sdpa_row(p->lk, H, bh, j0),
+                       *vb = v + sdpa_row(p->lv, H, bh, j0);
+        zero(dka, nc * D);
+        zero(dva, nc * Dv);
+        int64_t ilo, ihi;
+        query_range(p, j0, nc, &ilo, &ihi);
+        for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
+            const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
+            zero(s, nc * BR);
+            mm_acc(nc, nr, D, kb, p->lk.ld, qt + bh * D * tld(T) + i0, tld(T), s,
+                   BR); /* S^T = K Q^T */
+            finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
+            probs(L + row0, nr, nc, s, 1, BR);
+            if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
+            if (dk) {
+                zero(dp, nc * BR);
+                mm_acc(nc, nr, Dv, vb, p->lv.ld, dot + bh * Dv * tld(T) + i0, tld(T), dp,
+                       BR);                                    /* dP^T */
+                if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
+                dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
+            }
+            if (dv) { /* dV += (z P)^T dO */
+                if (drop) drop_tile(keep, rs, nc, nr, BR, s);
+                mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
+            }
+            if (dk) /* dK += dS^T Q */
+                mm_acc(nc, D, nr, dp, BR, q + sdpa_row(p->lq, H, bh, i0), p->lq.ld, dka, D);
+        }
+        add_key_block(p, bh, j0, nc, dka, dva, dk, dv);
+    }
+}
+
 static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, const qkv_real *k,
                 const qkv_real *v, const qkv_real *o, const qkv_real *lse, const qkv_real *dout,
                 qkv_real *dq, qkv_real *dk, qkv_real *dv) {
     const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv, rows = B * H * T;
-    const qkv_real scale = (qkv_real)p->scale;
-    const bool par = B * H * T * S * (D + Dv) > GRAIN;
-    (void)par;
     /* One buffer, released at the end for the next call of the same size:
      * per-row statistics (B, H, T): Dd = dO.O and L = lse (0 for rows without keys);
      * transposed operands: K^T, V^T for the one pass or pass 1, then Q^T, dO^T for pass 2 in
@@ -659,8 +768,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
      * with dropout, keep (BR, BC) after them. */
     const bool drop = p->dropout > 0, one_pass =
                         B * H >= QKV_SDPA_ONE_PASS_HEADS_PER_THREAD * (int64_t)max_threads();
-    const qkv_real rs = (qkv_real)(1.0 / (1.0 - p->dropout));
-    const int64_t acc_n = max64(BR * D, BC * (D + Dv));
+    const int64_t acc_n = two_pass_acc(p);
     const int64_t per = one_pass ? one_pass_scratch(p) : 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
     const int64_t lay1 = dq || one_pass ? (D + Dv) * tld(S) : 0;
     const int64_t lay2 = !one_pass && (dk || dv) ? (D + Dv) * tld(T) : 0;
@@ -689,92 +797,9 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         return true;
     }
 
-    if (dq) { /* pass 1: dQ by query blocks */
-        const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
-        qkv_real *kt = lay,
-                 *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
-        transpose_into(vt, v, p->lv, H, B * H, S, Dv);               /* (B, H, Dv, tld(S)) */
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static, 1) if (par)
-#endif
-        for (int64_t task = 0; task < tasks; task++) {
-            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
-            qkv_real *dqa = dp + BR * BC, *keep = dqa + acc_n;
-            const int64_t bh = task / nqb, b = bh / H, h = bh % H, i0 = task % nqb * BR;
-            const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
-            const qkv_real *qb = q + sdpa_row(p->lq, H, bh, i0), *dob = dout + row0 * Dv;
-            zero(dqa, nr * D);
-            int64_t jlo, jhi;
-            key_range(p, i0, nr, &jlo, &jhi);
-            for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
-                const int64_t nc = min64(BC, S - j0);
-                zero(s, nr * BC);
-                mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
-                       BC); /* S = Q K^T */
-                finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
-                probs(L + row0, nr, nc, s, BC, 1);
-                zero(dp, nr * BC);
-                mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
-                       BC); /* dP = dO V^T */
-                if (drop) { /* dP <- z dP */
-                    keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
-                    drop_tile(keep, rs, nr, nc, BC, dp);
-                }
-                dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
-                mm_acc(nr, D, nc, dp, BC, k + sdpa_row(p->lk, H, bh, j0), p->lk.ld, dqa,
-                       D); /* dQ += dS K */
-            }
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t d = 0; d < D; d++)
-                    dq[sdpa_row(p->lq, H, bh, i0 + r) + d] += dqa[r * D + d];
-        }
-    }
-
-    if (dk || dv) { /* pass 2: dK, dV by key blocks; tiles are transposed: rows = keys */
-        const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
-        const qkv__mat_layout lo = {Dv, H * T * Dv, T * Dv}; /* dout: contiguous */
-        qkv_real *qt = lay,
-                 *dot = transpose_into(qt, q, p->lq, H, B * H, T, D); /* (B, H, D, tld(T)) */
-        if (dk) transpose_into(dot, dout, lo, H, B * H, T, Dv);       /* (B, H, Dv, tld(T)) */
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static, 1) if (par)
-#endif
-        for (int64_t task = 0; task < tasks; task++) {
-            qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
-            qkv_real *dka = dp + BC * BR, *dva = dka + BC * D, *keep = dka + acc_n;
-            const int64_t bh = task / nkb, b = bh / H, h = bh % H, j0 = task % nkb * BC;
-            const int64_t nc = min64(BC, S - j0);
-            const qkv_real *kb = k + sdpa_row(p->lk, H, bh, j0),
-                           *vb = v + sdpa_row(p->lv, H, bh, j0);
-            zero(dka, nc * D);
-            zero(dva, nc * Dv);
-            int64_t ilo, ihi;
-            query_range(p, j0, nc, &ilo, &ihi);
-            for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
-                const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
-                zero(s, nc * BR);
-                mm_acc(nc, nr, D, kb, p->lk.ld, qt + bh * D * tld(T) + i0, tld(T), s,
-                       BR); /* S^T = K Q^T */
-                finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
-                probs(L + row0, nr, nc, s, 1, BR);
-                if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
-                if (dk) {
-                    zero(dp, nc * BR);
-                    mm_acc(nc, nr, Dv, vb, p->lv.ld, dot + bh * Dv * tld(T) + i0, tld(T), dp,
-                           BR);                                    /* dP^T */
-                    if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
-                    dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
-                }
-                if (dv) { /* dV += (z P)^T dO */
-                    if (drop) drop_tile(keep, rs, nc, nr, BR, s);
-                    mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
-                }
-                if (dk) /* dK += dS^T Q */
-                    mm_acc(nc, D, nr, dp, BR, q + sdpa_row(p->lq, H, bh, i0), p->lq.ld, dka, D);
-            }
-            add_key_block(p, bh, j0, nc, dka, dva, dk, dv);
-        }
-    }
+    const bwd_args a = {p, q, k, v, dout, Dd, L, NULL, NULL, dq, dk, dv};
+    if (dq) bwd_dq_pass(&a, lay, scratch, per);
+    if (dk || dv) bwd_dkdv_pass(&a, lay, scratch, per);
     qkv__grad_scratch_release(ctx, Dd, bytes);
     return true;
 }

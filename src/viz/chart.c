@@ -218,6 +218,84 @@ static void draw_series(vz_buf *b, const qkv_chart *c, int si, const axis *ax, c
 
 /* ---- the chart ------------------------------------------------------------------------------- */
 
+/* Grid lines at every tick (and, on a log axis of at most 4 decades, fainter ones at 2..9 times
+ * each power of ten), the tick labels under and left of the plot box, then the box itself. */
+static void draw_grid_and_ticks(vz_buf *b, const axis *ax, const axis *ay) {
+    char buf[64];
+    vz_puts(b, "<g stroke=\"#e5e5e5\" shape-rendering=\"crispEdges\">\n");
+    if (ay->log && ay->hi - ay->lo <= 4)
+        for (double e = ay->lo; e < ay->hi; e++)
+            for (int m = 2; m <= 9; m++) {
+                double py = to_px(ay, m * pow(10, e), Y1, Y0);
+                vz_printf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"", X0, X1);
+                vz_put_coord(b, py);
+                vz_puts(b, "\" y2=\"");
+                vz_put_coord(b, py);
+                vz_puts(b, "\" stroke=\"#f2f2f2\"/>\n");
+            }
+    for (int64_t k = ax->k0; k <= ax->k1; k++) {
+        double px = to_px(ax, (double)k * ax->step, X0, X1);
+        vz_puts(b, "<line x1=\"");
+        vz_put_coord(b, px);
+        vz_puts(b, "\" x2=\"");
+        vz_put_coord(b, px);
+        vz_printf(b, "\" y1=\"%d\" y2=\"%d\"/>\n", Y0, Y1);
+    }
+    for (int64_t k = ay->k0; k <= ay->k1; k++) {
+        double v = (double)k * ay->step;
+        double py = to_px(ay, ay->log ? pow(10, v) : v, Y1, Y0);
+        vz_printf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"", X0, X1);
+        vz_put_coord(b, py);
+        vz_puts(b, "\" y2=\"");
+        vz_put_coord(b, py);
+        vz_puts(b, "\"/>\n");
+    }
+    vz_puts(b, "</g>\n<g text-anchor=\"middle\">\n");
+    for (int64_t k = ax->k0; k <= ax->k1; k++) {
+        vz_puts(b, "<text x=\"");
+        vz_put_coord(b, to_px(ax, (double)k * ax->step, X0, X1));
+        vz_printf(b, "\" y=\"%d\">%s</text>\n", Y1 + 16, tick_label(buf, ax, k));
+    }
+    vz_puts(b, "</g>\n<g text-anchor=\"end\">\n");
+    for (int64_t k = ay->k0; k <= ay->k1; k++) {
+        double v = (double)k * ay->step;
+        vz_printf(b, "<text x=\"%d\" y=\"", X0 - 6);
+        vz_put_coord(b, to_px(ay, ay->log ? pow(10, v) : v, Y1, Y0) + 4);
+        vz_printf(b, "\">%s</text>\n", tick_label(buf, ay, k));
+    }
+    vz_puts(b, "</g>\n");
+    vz_printf(b,
+              "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+              "stroke=\"#888888\" shape-rendering=\"crispEdges\"/>\n",
+              X0, Y0, X1 - X0, Y1 - Y0);
+}
+
+/* One row per series from LEGEND_X: a line in the series' colour and dash, then its name cut to
+ * 22 columns (the whole name as a tooltip when cut), or "series <i>" for an unnamed one. */
+static void draw_legend(vz_buf *b, const qkv_chart *c) {
+    for (int s = 0; s < c->n_series; s++) {
+        int y = Y0 + 8 + ROW_H * s;
+        vz_printf(b,
+                  "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
+                  "stroke-width=\"2\"%s/>\n",
+                  LEGEND_X, LEGEND_X + 20, y, y, palette[s % 10],
+                  s >= 10 ? " stroke-dasharray=\"6 3\"" : "");
+        vz_printf(b, "<text x=\"%d\" y=\"%d\">", LEGEND_X + 26, y + 4);
+        const char *name = c->series[s].name;
+        if (name) {
+            vz_put_text(b, name, 22, VZ_XML);
+            if (vz_text_cols(name, 23, VZ_XML) > 22) {
+                vz_puts(b, "<title>");
+                vz_put_text(b, name, 200, VZ_XML);
+                vz_puts(b, "</title>");
+            }
+        } else {
+            vz_printf(b, "series %d", s);
+        }
+        vz_puts(b, "</text>\n");
+    }
+}
+
 void vz_svg_chart(vz_buf *b, const qkv_chart *c, bool standalone) {
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
     for (int s = 0; s < c->n_series; s++)
@@ -229,7 +307,6 @@ void vz_svg_chart(vz_buf *b, const qkv_chart *c, bool standalone) {
     bool any = xlo <= xhi;
     int64_t H = 330;
     if (Y0 + ROW_H * (int64_t)c->n_series + 10 > H) H = Y0 + ROW_H * (int64_t)c->n_series + 10;
-    char buf[64];
 
     if (standalone) vz_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     vz_printf(b,
@@ -271,78 +348,10 @@ void vz_svg_chart(vz_buf *b, const qkv_chart *c, bool standalone) {
     else
         linear_axis(&ay, ylo, yhi);
 
-    /* grid and tick labels */
-    vz_puts(b, "<g stroke=\"#e5e5e5\" shape-rendering=\"crispEdges\">\n");
-    if (ay.log && ay.hi - ay.lo <= 4)
-        for (double e = ay.lo; e < ay.hi; e++)
-            for (int m = 2; m <= 9; m++) {
-                double py = to_px(&ay, m * pow(10, e), Y1, Y0);
-                vz_printf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"", X0, X1);
-                vz_put_coord(b, py);
-                vz_puts(b, "\" y2=\"");
-                vz_put_coord(b, py);
-                vz_puts(b, "\" stroke=\"#f2f2f2\"/>\n");
-            }
-    for (int64_t k = ax.k0; k <= ax.k1; k++) {
-        double px = to_px(&ax, (double)k * ax.step, X0, X1);
-        vz_puts(b, "<line x1=\"");
-        vz_put_coord(b, px);
-        vz_puts(b, "\" x2=\"");
-        vz_put_coord(b, px);
-        vz_printf(b, "\" y1=\"%d\" y2=\"%d\"/>\n", Y0, Y1);
-    }
-    for (int64_t k = ay.k0; k <= ay.k1; k++) {
-        double v = (double)k * ay.step;
-        double py = to_px(&ay, ay.log ? pow(10, v) : v, Y1, Y0);
-        vz_printf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"", X0, X1);
-        vz_put_coord(b, py);
-        vz_puts(b, "\" y2=\"");
-        vz_put_coord(b, py);
-        vz_puts(b, "\"/>\n");
-    }
-    vz_puts(b, "</g>\n<g text-anchor=\"middle\">\n");
-    for (int64_t k = ax.k0; k <= ax.k1; k++) {
-        vz_puts(b, "<text x=\"");
-        vz_put_coord(b, to_px(&ax, (double)k * ax.step, X0, X1));
-        vz_printf(b, "\" y=\"%d\">%s</text>\n", Y1 + 16, tick_label(buf, &ax, k));
-    }
-    vz_puts(b, "</g>\n<g text-anchor=\"end\">\n");
-    for (int64_t k = ay.k0; k <= ay.k1; k++) {
-        double v = (double)k * ay.step;
-        vz_printf(b, "<text x=\"%d\" y=\"", X0 - 6);
-        vz_put_coord(b, to_px(&ay, ay.log ? pow(10, v) : v, Y1, Y0) + 4);
-        vz_printf(b, "\">%s</text>\n", tick_label(buf, &ay, k));
-    }
-    vz_puts(b, "</g>\n");
-    vz_printf(b,
-              "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-              "stroke=\"#888888\" shape-rendering=\"crispEdges\"/>\n",
-              X0, Y0, X1 - X0, Y1 - Y0);
-
-    /* series, then the legend */
+    draw_grid_and_ticks(b, &ax, &ay);
     for (int s = 0; s < c->n_series && !b->oom; s++)
         draw_series(b, c, s, &ax, &ay);
-    for (int s = 0; s < c->n_series; s++) {
-        int y = Y0 + 8 + ROW_H * s;
-        vz_printf(b,
-                  "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
-                  "stroke-width=\"2\"%s/>\n",
-                  LEGEND_X, LEGEND_X + 20, y, y, palette[s % 10],
-                  s >= 10 ? " stroke-dasharray=\"6 3\"" : "");
-        vz_printf(b, "<text x=\"%d\" y=\"%d\">", LEGEND_X + 26, y + 4);
-        const char *name = c->series[s].name;
-        if (name) {
-            vz_put_text(b, name, 22, VZ_XML);
-            if (vz_text_cols(name, 23, VZ_XML) > 22) {
-                vz_puts(b, "<title>");
-                vz_put_text(b, name, 200, VZ_XML);
-                vz_puts(b, "</title>");
-            }
-        } else {
-            vz_printf(b, "series %d", s);
-        }
-        vz_puts(b, "</text>\n");
-    }
+    draw_legend(b, c);
     vz_puts(b, "</svg>\n");
 }
 

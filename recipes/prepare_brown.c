@@ -130,11 +130,8 @@ static qkv_status read_cats(brown_state *S) {
     size_t size;
     qkv_status st = qkv__read_file(WHO, path, &text, &size);
     int64_t line = 0;
-    for (size_t pos = 0; !st && pos < size;) {
-        char *s = text + pos;
-        char *nl = memchr(s, '\n', size - pos);
-        size_t len = nl ? (size_t)(nl - s) : size - pos;
-        pos += len + 1;
+    for (size_t pos = 0, len; !st && pos < size;) {
+        const char *s = qkv__take_line(text, size, &pos, &len);
         line++;
         const char *f[3] = {0};
         size_t fl[3] = {0};
@@ -198,11 +195,8 @@ static qkv_status read_file_sentences(brown_state *S, int f, qkv_prepare_counts 
     qkv_status st = qkv__read_file(WHO, path, &text, &size);
     int64_t line = 0, k = 0;
     char q[200], tag[64];
-    for (size_t pos = 0; !st && pos < size;) {
-        char *s = text + pos;
-        char *nl = memchr(s, '\n', size - pos);
-        size_t len = nl ? (size_t)(nl - s) : size - pos;
-        pos += len + 1;
+    for (size_t pos = 0, len; !st && pos < size;) {
+        const char *s = qkv__take_line(text, size, &pos, &len);
         line++;
         size_t i = 0;
         while (i < len && is_space(s[i]))

@@ -30,11 +30,8 @@ qkv_status qkv_prepare_digits(const char *csv, const char *out_dir, qkv_prepare_
     qkv__buf out[3] = {{0}};
     int64_t line = 0;
     char q[200];
-    for (size_t pos = 0; !st && pos < size;) {
-        const char *s = text + pos;
-        const char *nl = memchr(s, '\n', size - pos);
-        size_t len = nl ? (size_t)(nl - s) : size - pos;
-        pos += len + 1;
+    for (size_t pos = 0, len; !st && pos < size;) {
+        const char *s = qkv__take_line(text, size, &pos, &len);
         line++;
         if (len == 0) {
             st = QKV_ERROR(QKV_ERR_FORMAT, "%s:%lld: blank line", csv, (long long)line);

@@ -360,28 +360,26 @@ static qkv_status parse_all(parser *P) {
     qkv_corpus *c = P->c;
     tag_state T = {0};
     qkv_status st = QKV_OK;
-    for (size_t pos = 0; !st && pos < c->size;) {
-        const char *s = c->text + pos;
-        const char *nl = memchr(s, '\n', c->size - pos);
-        size_t len = nl ? (size_t)(nl - s) : c->size - pos;
+    for (size_t pos = 0, len; !st && pos < c->size;) {
+        const char *s = qkv__take_line(c->text, c->size, &pos, &len);
+        const int64_t base = s - c->text;
         P->line++;
         st = check_line(P, s, len);
         if (st) break;
         switch (c->kind) {
         case QKV_CORPUS_PAIRS:
-            st = parse_pair(P, s, len, (int64_t)pos);
+            st = parse_pair(P, s, len, base);
             break;
         case QKV_CORPUS_LABELED:
-            st = parse_labeled(P, s, len, (int64_t)pos);
+            st = parse_labeled(P, s, len, base);
             break;
         case QKV_CORPUS_TAGGED:
-            st = parse_tagged(P, &T, s, len, (int64_t)pos);
+            st = parse_tagged(P, &T, s, len, base);
             break;
         case QKV_CORPUS_TEXT:
-            st = parse_text(P, s, len, (int64_t)pos);
+            st = parse_text(P, s, len, base);
             break;
         }
-        pos += len + 1;
     }
     if (!st && T.open) end_example(c); /* no blank line after the last sentence */
     return st;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- growable byte buffer: appends never fail; oom is sticky and checked once at the end ---- */
 
@@ -38,6 +39,15 @@ qkv_status qkv__read_file(const char *who, const char *path, char **data, size_t
 qkv_status qkv__mkdirs(const char *who, const char *path);
 /* "dir/name" into a malloc'd string (NULL on OOM). */
 char *qkv__path_join(const char *dir, const char *name);
+
+/* The line of text[0, size) that starts at *pos (*pos < size): its length without the '\n' into
+ * *len, *pos moved past its '\n'; returns its start. The last line may lack its '\n'. */
+static inline const char *qkv__take_line(const char *text, size_t size, size_t *pos, size_t *len) {
+    const char *s = text + *pos, *nl = memchr(s, '\n', size - *pos);
+    *len = nl ? (size_t)(nl - s) : size - *pos;
+    *pos += *len + 1;
+    return s;
+}
 
 /* ---- messages ---- */
 

@@ -227,11 +227,8 @@ qkv_status qkv_vocab_load(const char *path, qkv_vocab **out) {
     st = qkv_vocab_new(&v);
     char q[200];
     int64_t line = 0;
-    for (size_t pos = 0; !st && pos < size;) {
-        const char *s = text + pos;
-        const char *nl = memchr(s, '\n', size - pos);
-        size_t len = nl ? (size_t)(nl - s) : size - pos;
-        pos += len + 1;
+    for (size_t pos = 0, len; !st && pos < size;) {
+        const char *s = qkv__take_line(text, size, &pos, &len);
         line++;
         const char *bad = memchr(s, '\r', len)   ? "a carriage return (CRLF line ends?)"
                           : memchr(s, '\0', len) ? "a NUL byte"

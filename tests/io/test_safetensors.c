@@ -1,4 +1,4 @@
-/* test_safetensors.c: safetensors reader/writer (src/io/safetensors.c), parameter checkpoints
+/* test_safetensors.c: safetensors reader and writer (src/io/safetensors.c, safetensors_write.c), parameter checkpoints
  * (src/io/params_io.c) and the `qkv inspect` command.
  *
  * The byte-exact tests compare the writer's output with files written out by hand from the

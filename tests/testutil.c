@@ -3,6 +3,8 @@
 
 #include "core/internal.h"
 
+#include <unistd.h>
+
 qkv_tensor *tu_tensor(qkv_dtype dt, int ndim, const int64_t *shape) {
     qkv_tensor *t = calloc(1, sizeof *t);
     t->dtype = dt;
@@ -197,4 +199,17 @@ bool tu_smooth_at(tu_forward_fn f, qkv_tensor **in, int n_in, void *user, double
     if (!ok) return false;
     const double g1 = (loss[2] - loss[1]) / (2 * eps), g2 = (loss[3] - loss[0]) / (4 * eps);
     return fabs(g1 - g2) <= rtol * fmax(1.0, fmax(fabs(g1), fabs(g2)));
+}
+
+qkv_model *tu_model_roundtrip(const qkv_model *m) {
+    char path[] = "/tmp/qkv_model_XXXXXX";
+    const int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return NULL;
+    close(fd);
+    qkv_model *back = NULL;
+    CHECK_OK(qkv_model_save(m, path));
+    CHECK_OK(qkv_model_load(path, &back));
+    unlink(path);
+    return back;
 }

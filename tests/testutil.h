@@ -1,6 +1,7 @@
 /*
  * testutil.h: helpers shared by the tests: standalone (malloc'd) tensors that survive
- * qkv_ctx_reset, random fills, array comparison, and finite-difference gradient checks.
+ * qkv_ctx_reset, random fills, array comparison, model files round-tripped through a temporary
+ * file, and finite-difference gradient checks.
  *
  * Gradient check (the proof behind every op's backward):
  *   analytic:  g = d/dx sum(f(x) * dy) by qkv_backward_from with a random dy;
@@ -15,6 +16,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* m saved to a temporary file and loaded back (the file removed): what a model file holds. NULL
+ * (with a failed CHECK) when saving or loading fails. */
+qkv_model *tu_model_roundtrip(const qkv_model *m);
 
 /* A tensor owned by the test (malloc'd, not in the arena), data filled uniform in [lo, hi). */
 qkv_tensor *tu_tensor(qkv_dtype dt, int ndim, const int64_t *shape);

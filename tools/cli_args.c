@@ -3,12 +3,14 @@
  * the whole text, which must not be empty, and the value must lie in the option's range.
  */
 #include "cli_args.h"
+#include "qkv/qkv.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The one refusal message of every option: false, for the callers to return. */
 static bool refuse(const char *cmd, const char *opt, const char *what, const char *text) {
@@ -75,4 +77,14 @@ bool cli_u64_option(const char *cmd, int argc, char **argv, int *i, uint64_t *ou
     *out = (uint64_t)v;
     *i += 1;
     return true;
+}
+
+void cli_print_error(const char *prefix) {
+    const char *msg = qkv_last_error();
+    size_t n = strlen(msg);
+    const char *at = strstr(msg, " [");
+    for (const char *q = at; q; q = strstr(q + 2, " ["))
+        at = q;
+    if (at && n && msg[n - 1] == ']') n = (size_t)(at - msg);
+    fprintf(stderr, "%s%.*s\n", prefix, (int)n, msg);
 }

@@ -4,7 +4,7 @@
  * command, the option, the accepted range and the text given, e.g.
  *   qkv decode: --beam needs an integer in 1..1024 (got 'abc')
  * instead of atoi's silent 0. Every numeric option of the subcommands and of the bench programs is
- * read through these.
+ * read through these. cli_print_error prints a library error for a command-line user.
  */
 #ifndef QKV_TOOLS_CLI_ARGS_H
 #define QKV_TOOLS_CLI_ARGS_H
@@ -23,5 +23,9 @@ bool cli_real_option(const char *cmd, int argc, char **argv, int *i, double lo, 
 
 /* As cli_int_option for an unsigned 64-bit integer (a seed): digits only, no sign. */
 bool cli_u64_option(const char *cmd, int argc, char **argv, int *i, uint64_t *out);
+
+/* qkv_last_error() on stderr after prefix ("qkv inspect: "), without the " [file.c:line]" suffix
+ * that locates the message in the library's source (noise for a command-line user). */
+void cli_print_error(const char *prefix);
 
 #endif

@@ -56,16 +56,6 @@ static void usage(FILE *f) {
             QKV_SPAM_MAX_TOKENS);
 }
 
-/* The library's message without its " [file.c:line]" suffix. */
-static void print_error(const char *prefix) {
-    const char *msg = qkv_last_error();
-    size_t n = strlen(msg);
-    const char *at = strstr(msg, " [");
-    for (const char *q = at; q; q = strstr(q + 2, " ["))
-        at = q;
-    if (at && n && msg[n - 1] == ']') n = (size_t)(at - msg);
-    fprintf(stderr, "%s%.*s\n", prefix, (int)n, msg);
-}
 
 static void row(const char *what, const int64_t v[3]) {
     printf("    %-24s %8lld %8lld %8lld\n", what, (long long)v[0], (long long)v[1],
@@ -165,7 +155,7 @@ static int prepare_one(const char *what, const char *cache, const char *out, int
     free(src);
     free(dst);
     if (st) {
-        print_error("qkv data prepare: ");
+        cli_print_error("qkv data prepare: ");
         if (st == QKV_ERR_IO)
             fprintf(stderr, "qkv data prepare: run scripts/fetch_data.sh %s first?\n", what);
         return 1;
@@ -232,7 +222,7 @@ static int cmd_prepare(int argc, char **argv) {
 static int check_one(qkv_corpus_kind kind, const char *path) {
     qkv_corpus *c = NULL;
     if (qkv_corpus_read(kind, path, NULL, &c)) {
-        print_error("qkv data check: ");
+        cli_print_error("qkv data check: ");
         return 1;
     }
     printf("%s: %lld examples\n", path, (long long)qkv_corpus_size(c));
@@ -246,7 +236,7 @@ static int check_one(qkv_corpus_kind kind, const char *path) {
         }
         qkv_vocab *v = NULL;
         if (qkv_vocab_build(c, f, 1, true, &v)) {
-            print_error("qkv data check: ");
+            cli_print_error("qkv data check: ");
             qkv_corpus_free(c);
             return 1;
         }
@@ -257,7 +247,7 @@ static int check_one(qkv_corpus_kind kind, const char *path) {
     if (kind == QKV_CORPUS_PAIRS) {
         qkv_groups g;
         if (qkv_corpus_groups(c, &g)) {
-            print_error("qkv data check: ");
+            cli_print_error("qkv data check: ");
             qkv_corpus_free(c);
             return 1;
         }
@@ -305,7 +295,7 @@ static int baseline_run(const char *train_path, const char *const *eval, int n_e
     qkv_nb *m = NULL;
     if (qkv_corpus_read(QKV_CORPUS_LABELED, train_path, NULL, &train) ||
         qkv_nb_train(train, alpha, &m)) {
-        print_error("qkv data baseline: ");
+        cli_print_error("qkv data baseline: ");
         qkv_corpus_free(train);
         return 1;
     }
@@ -330,7 +320,7 @@ static int baseline_run(const char *train_path, const char *const *eval, int n_e
     for (int f = 0; f < n_eval && !rc; f++) {
         qkv_corpus *c = NULL;
         if (qkv_corpus_read(QKV_CORPUS_LABELED, eval[f], NULL, &c)) {
-            print_error("qkv data baseline: ");
+            cli_print_error("qkv data baseline: ");
             rc = 1;
             break;
         }
@@ -342,7 +332,7 @@ static int baseline_run(const char *train_path, const char *const *eval, int n_e
             const char *label = qkv_corpus_symbol(c, i, QKV_FIELD_TGT, 0, &len);
             int32_t gold = qkv_nb_class_index(m, label, len); /* -1: a label unseen in training */
             if (qkv_nb_predict(m, c, i, &pred, NULL)) {
-                print_error("qkv data baseline: ");
+                cli_print_error("qkv data baseline: ");
                 rc = 1;
             }
             qkv_accuracy_add(&acc, &pred, &gold, 1, -2);

@@ -4,6 +4,7 @@
  * validated first (qkv_st_open); any problem is reported as "qkv inspect: FILE: reason".
  * Exit status: 0 on success, 1 when the file cannot be read or is malformed, 2 for usage errors.
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "qkv/qkv.h"
 
@@ -38,16 +39,6 @@ static void print_escaped(const char *s) {
     }
 }
 
-/* The library's message without its " [file.c:line]" suffix (noise for a command-line user). */
-static void print_error(const char *prefix) {
-    const char *msg = qkv_last_error();
-    size_t n = strlen(msg);
-    const char *at = strstr(msg, " [");
-    for (const char *q = at; q; q = strstr(q + 2, " ["))
-        at = q;
-    if (at && n && msg[n - 1] == ']') n = (size_t)(at - msg);
-    fprintf(stderr, "%s%.*s\n", prefix, (int)n, msg);
-}
 
 int qkv_cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
@@ -77,7 +68,7 @@ int qkv_cmd_inspect(int argc, char **argv) {
     }
     qkv_st_file *f = NULL;
     if (qkv_st_open(path, &f) != QKV_OK) {
-        print_error("qkv inspect: "); /* the message starts with the path */
+        cli_print_error("qkv inspect: "); /* the message starts with the path */
         return 1;
     }
     int64_t n = qkv_st_count(f), n_meta = qkv_st_metadata_count(f);

@@ -410,7 +410,18 @@ static int thread_id(void) {
  * where libm's expf is a call per element) and each row's sum runs in QKV_LANES double partials
  * added in a fixed tree (rowreduce.h), so every clone gives the same bits. A NaN score makes the
  * row's output NaN. */
-QKV_CLONES static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict s,
+QKV_CLONES /* The score tile of query rows i0 .. i0 + nr - 1 and keys j0 .. j0 + nc - 1 of head bh = b H + h
+ * into s (nr x nc, leading dimension BC): S = Q K^T from the rows qb and the transposed keys kt
+ * (B, H, D, tld(S)), then scaled, biased and masked (finish_scores). */
+static void score_tile(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t bh, const qkv_real *qb,
+                       const qkv_real *kt, int64_t i0, int64_t nr, int64_t j0, int64_t nc, qkv_real *s) {
+    const int64_t D = p->D, S = p->S;
+    zero(s, nr * BC);
+    mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s, BC); /* S = Q K^T */
+    finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+}
+
+static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict s,
                                       qkv_real *restrict m, qkv_real *restrict l,
                                       qkv_real *restrict acc, int64_t Dv) {
     for (int64_t r = 0; r < nr; r++) {
@@ -468,10 +479,7 @@ static bool fwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         key_range(p, i0, nr, &jlo, &jhi);
         for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
             const int64_t nc = min64(BC, S - j0);
-            zero(s, nr * BC);
-            mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
-                   BC); /* S = Q K^T */
-            finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+            score_tile(p, b, h, bh, qb, kt, i0, nr, j0, nc, s);
             online_softmax(nr, nc, s, m, l, acc, Dv); /* P = exp(S - m'), rescale */
             if (drop) { /* l keeps the undropped sum; only the kept weights reach acc */
                 keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
@@ -574,6 +582,11 @@ typedef struct bwd_args {
     const qkv_sdpa_problem *p;
     const qkv_real *q, *k, *v, *dout, *Dd, *L, *kt, *vt;
     qkv_real *dq, *dk, *dv;
+    /* of the problem: the score scale, the dropout's rescaling 1 / (1 - p), the two-pass
+     * schedule's accumulators per thread (two_pass_acc), parallel or not */
+    qkv_real scale, rs;
+    int64_t acc_n;
+    bool drop, par;
 } bwd_args;
 
 /* Per-thread scratch of the one-pass schedule: s, dp, st (BR x BC each), keep (BR x BC, with
@@ -609,10 +622,7 @@ static void bwd_one_pass(const bwd_args *a, qkv_real *scratch, int64_t per) {
             for (int64_t i0 = ilo / BR * BR; i0 < ihi; i0 += BR) {
                 const int64_t nr = min64(BR, T - i0), row0 = bh * T + i0;
                 const qkv_real *qb = a->q + sdpa_row(p->lq, H, bh, i0), *dob = a->dout + row0 * Dv;
-                zero(s, nr * BC);
-                mm_acc(nr, nc, D, qb, p->lq.ld, a->kt + bh * D * tld(S) + j0, tld(S), s,
-                       BC); /* S = Q K^T */
-                finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+                score_tile(p, b, h, bh, qb, a->kt, i0, nr, j0, nc, s);
                 probs(a->L + row0, nr, nc, s, BC, 1);
                 if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
                 if (want_ds) {
@@ -651,19 +661,15 @@ static int64_t two_pass_acc(const qkv_sdpa_problem *p) {
 /* Pass 1 of the two-pass schedule: dQ by query blocks, with K^T and V^T transposed into lay. */
 static void bwd_dq_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int64_t per) {
     const qkv_sdpa_problem *p = a->p;
-    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    const qkv_real scale = (qkv_real)p->scale, rs = (qkv_real)(1.0 / (1.0 - p->dropout));
-    const bool drop = p->dropout > 0, par = B * H * T * S * (D + Dv) > GRAIN;
-    const int64_t acc_n = two_pass_acc(p);
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv, acc_n = a->acc_n;
     const qkv_real *q = a->q, *k = a->k, *v = a->v, *dout = a->dout, *Dd = a->Dd, *L = a->L;
     qkv_real *dq = a->dq;
-    (void)par;
     const int64_t nqb = ceil_div(T, BR), tasks = B * H * nqb;
     qkv_real *kt = lay,
              *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* (B, H, D, tld(S)) */
     transpose_into(vt, v, p->lv, H, B * H, S, Dv);               /* (B, H, Dv, tld(S)) */
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static, 1) if (par)
+#pragma omp parallel for schedule(static, 1) if (a->par)
 #endif
     for (int64_t task = 0; task < tasks; task++) {
         qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BR * BC;
@@ -676,19 +682,16 @@ static void bwd_dq_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int
         key_range(p, i0, nr, &jlo, &jhi);
         for (int64_t j0 = jlo / BC * BC; j0 < jhi; j0 += BC) {
             const int64_t nc = min64(BC, S - j0);
-            zero(s, nr * BC);
-            mm_acc(nr, nc, D, qb, p->lq.ld, kt + bh * D * tld(S) + j0, tld(S), s,
-                   BC); /* S = Q K^T */
-            finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
+            score_tile(p, b, h, bh, qb, kt, i0, nr, j0, nc, s);
             probs(L + row0, nr, nc, s, BC, 1);
             zero(dp, nr * BC);
             mm_acc(nr, nc, Dv, dob, Dv, vt + bh * Dv * tld(S) + j0, tld(S), dp,
                    BC); /* dP = dO V^T */
-            if (drop) { /* dP <- z dP */
+            if (a->drop) { /* dP <- z dP */
                 keep_tile(p, bh, i0, nr, j0, nc, keep, BC, 1);
-                drop_tile(keep, rs, nr, nc, BC, dp);
+                drop_tile(keep, a->rs, nr, nc, BC, dp);
             }
-            dscores(Dd + row0, scale, nr, nc, s, dp, BC, 1);
+            dscores(Dd + row0, a->scale, nr, nc, s, dp, BC, 1);
             mm_acc(nr, D, nc, dp, BC, k + sdpa_row(p->lk, H, bh, j0), p->lk.ld, dqa,
                    D); /* dQ += dS K */
         }
@@ -702,20 +705,16 @@ static void bwd_dq_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int
  * Q^T and dO^T transposed into lay. */
 static void bwd_dkdv_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, int64_t per) {
     const qkv_sdpa_problem *p = a->p;
-    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv;
-    const qkv_real scale = (qkv_real)p->scale, rs = (qkv_real)(1.0 / (1.0 - p->dropout));
-    const bool drop = p->dropout > 0, par = B * H * T * S * (D + Dv) > GRAIN;
-    const int64_t acc_n = two_pass_acc(p);
+    const int64_t B = p->B, H = p->H, T = p->T, S = p->S, D = p->D, Dv = p->Dv, acc_n = a->acc_n;
     const qkv_real *q = a->q, *k = a->k, *v = a->v, *dout = a->dout, *Dd = a->Dd, *L = a->L;
     qkv_real *dk = a->dk, *dv = a->dv;
-    (void)par;
     const int64_t nkb = ceil_div(S, BC), tasks = B * H * nkb;
     const qkv__mat_layout lo = {Dv, H * T * Dv, T * Dv}; /* dout: contiguous */
     qkv_real *qt = lay,
              *dot = transpose_into(qt, q, p->lq, H, B * H, T, D); /* (B, H, D, tld(T)) */
     if (dk) transpose_into(dot, dout, lo, H, B * H, T, Dv);       /* (B, H, Dv, tld(T)) */
 #ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static, 1) if (par)
+#pragma omp parallel for schedule(static, 1) if (a->par)
 #endif
     for (int64_t task = 0; task < tasks; task++) {
         qkv_real *s = scratch + (int64_t)thread_id() * per, *dp = s + BC * BR;
@@ -735,16 +734,16 @@ static void bwd_dkdv_pass(const bwd_args *a, qkv_real *lay, qkv_real *scratch, i
                    BR); /* S^T = K Q^T */
             finish_scores(p, b, h, i0, nr, j0, nc, s, 1, BR);
             probs(L + row0, nr, nc, s, 1, BR);
-            if (drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
+            if (a->drop) keep_tile(p, bh, i0, nr, j0, nc, keep, 1, BR);
             if (dk) {
                 zero(dp, nc * BR);
                 mm_acc(nc, nr, Dv, vb, p->lv.ld, dot + bh * Dv * tld(T) + i0, tld(T), dp,
                        BR);                                    /* dP^T */
-                if (drop) drop_tile(keep, rs, nc, nr, BR, dp); /* dP <- z dP */
-                dscores(Dd + row0, scale, nr, nc, s, dp, 1, BR);
+                if (a->drop) drop_tile(keep, a->rs, nc, nr, BR, dp); /* dP <- z dP */
+                dscores(Dd + row0, a->scale, nr, nc, s, dp, 1, BR);
             }
             if (dv) { /* dV += (z P)^T dO */
-                if (drop) drop_tile(keep, rs, nc, nr, BR, s);
+                if (a->drop) drop_tile(keep, a->rs, nc, nr, BR, s);
                 mm_acc(nc, Dv, nr, s, BR, dout + row0 * Dv, Dv, dva, Dv);
             }
             if (dk) /* dK += dS^T Q */
@@ -788,18 +787,18 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
         L[x] = lse[x] == (qkv_real)-INFINITY ? 0 : lse[x];
     }
 
+    bwd_args a = {.p = p, .q = q, .k = k, .v = v, .dout = dout, .Dd = Dd, .L = L, .dq = dq, .dk = dk, .dv = dv,
+                  .scale = (qkv_real)p->scale, .rs = (qkv_real)(1.0 / (1.0 - p->dropout)), .acc_n = acc_n,
+                  .drop = drop, .par = B * H * T * S * (D + Dv) > GRAIN};
     if (one_pass) {
         qkv_real *kt = lay, *vt = transpose_into(kt, k, p->lk, H, B * H, S, D); /* K^T */
         transpose_into(vt, v, p->lv, H, B * H, S, Dv);                          /* V^T */
-        const bwd_args a = {p, q, k, v, dout, Dd, L, kt, vt, dq, dk, dv};
+        a.kt = kt, a.vt = vt;
         bwd_one_pass(&a, scratch, per);
-        qkv__grad_scratch_release(ctx, Dd, bytes);
-        return true;
+    } else {
+        if (dq) bwd_dq_pass(&a, lay, scratch, per);
+        if (dk || dv) bwd_dkdv_pass(&a, lay, scratch, per);
     }
-
-    const bwd_args a = {p, q, k, v, dout, Dd, L, NULL, NULL, dq, dk, dv};
-    if (dq) bwd_dq_pass(&a, lay, scratch, per);
-    if (dk || dv) bwd_dkdv_pass(&a, lay, scratch, per);
     qkv__grad_scratch_release(ctx, Dd, bytes);
     return true;
 }

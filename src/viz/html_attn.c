@@ -175,21 +175,24 @@ static qkv_status page(vz_buf *b, const char *fn, const qkv_attn_page *p, const 
     return QKV_OK;
 }
 
+/* The checked page into b (emptied again on an error). */
+static qkv_status render_page(const char *fn, const qkv_attn_page *p, const qkv_viz_opts *o, vz_buf *b) {
+    qkv_status st = check_page(fn, p);
+    if (st != QKV_OK) return st;
+    qkv_viz_opts opts = vz_opts(o);
+    st = page(b, fn, p, &opts, NULL);
+    if (st != QKV_OK) vz_free(b);
+    return st;
+}
+
 qkv_status qkv_attn_html(const qkv_attn_page *p, const qkv_viz_opts *o, char **html, size_t *len) {
     static const char fn[] = "qkv_attn_html";
     if (!html) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL output pointer", fn);
     *html = NULL;
     if (len) *len = 0;
-    qkv_status st = check_page(fn, p);
-    if (st != QKV_OK) return st;
-    qkv_viz_opts opts = vz_opts(o);
     vz_buf b = {0};
-    st = page(&b, fn, p, &opts, NULL);
-    if (st != QKV_OK) {
-        vz_free(&b);
-        return st;
-    }
-    return vz_finish(&b, fn, html, len);
+    qkv_status st = render_page(fn, p, o, &b);
+    return st != QKV_OK ? st : vz_finish(&b, fn, html, len);
 }
 
 static qkv_status write_buf(const char *fn, const char *path, vz_buf *b) {
@@ -201,16 +204,9 @@ static qkv_status write_buf(const char *fn, const char *path, vz_buf *b) {
 
 qkv_status qkv_attn_html_write(const char *path, const qkv_attn_page *p, const qkv_viz_opts *o) {
     static const char fn[] = "qkv_attn_html_write";
-    qkv_status st = check_page(fn, p);
-    if (st != QKV_OK) return st;
-    qkv_viz_opts opts = vz_opts(o);
     vz_buf b = {0};
-    st = page(&b, fn, p, &opts, NULL);
-    if (st != QKV_OK) {
-        vz_free(&b);
-        return st;
-    }
-    return write_buf(fn, path, &b);
+    qkv_status st = render_page(fn, p, o, &b);
+    return st != QKV_OK ? st : write_buf(fn, path, &b);
 }
 
 /* "007-encoder-layer2-head3-masked-self" into buf (at most 96 bytes with the NUL). */

@@ -9,6 +9,7 @@
  * trainer on pixel batches (it learns a two-class toy problem; its checkpoint restores).
  */
 #include "fixture.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -71,13 +72,7 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
                      qkv_tensor_numel(pixels));
     }
     /* the model file round-trips: configuration and parameters */
-    char path[] = "/tmp/qkv_vit_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0) close(fd);
-    CHECK_OK(qkv_model_save(m, path));
-    qkv_model *back = NULL;
-    CHECK_OK(qkv_model_load(path, &back));
+    qkv_model *back = tu_model_roundtrip(m);
     if (back) {
         CHECK(back->cfg.image.height == 4 && back->cfg.image.width == 6 &&
               back->cfg.image.channels == 2 && back->cfg.image.patch_size == 2 &&
@@ -92,7 +87,6 @@ static void vit_parity(const char *file, bool class_token, qkv_abs_pos pos, bool
             expect_close(&f, "vit logits after save + load", again->data, "out.logits",
                          qkv_tensor_numel(again));
     }
-    unlink(path);
     qkv_model_free(back);
     qkv_ctx_free(ctx);
     qkv_model_free(m);

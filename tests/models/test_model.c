@@ -6,6 +6,7 @@
  * right shapes and gradients, and the language model is causal.
  */
 #include "fixture.h"
+#include "testutil.h"
 
 #include <stdio.h>
 #include <unistd.h>
@@ -47,13 +48,7 @@ static void seq2seq_parity(const char *file, bool norm_first) {
         expect_param_grads(&f, m->params, file);
     }
     /* the model file round-trips: same logits after save and load */
-    char path[] = "/tmp/qkv_model_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0) close(fd);
-    CHECK_OK(qkv_model_save(m, path));
-    qkv_model *back = NULL;
-    CHECK_OK(qkv_model_load(path, &back));
+    qkv_model *back = tu_model_roundtrip(m);
     if (back && logits) {
         qkv_ctx_reset(ctx);
         qkv_ctx_set_grad_enabled(ctx, false);
@@ -64,7 +59,6 @@ static void seq2seq_parity(const char *file, bool norm_first) {
         if (again) expect_close(&f, "seq2seq logits after save + load", again->data, "out.logits", qkv_tensor_numel(again));
         CHECK(back->cfg.norm_first == norm_first && back->cfg.n_decoder_layers == 2);
     }
-    unlink(path);
     qkv_model_free(back);
     qkv_ctx_free(ctx);
     qkv_model_free(m);

@@ -129,13 +129,7 @@ TEST(model_features_file_round_trip) {
     qkv_model_config plain = features_config(QKV_HEAD_TOKEN, 0);
     CHECK_OK(qkv_model_config_to_json(&plain, json, sizeof json));
     CHECK(!strstr(json, "features")); /* files without features are unchanged */
-    char path[] = "/tmp/qkv_features_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0) close(fd);
-    CHECK_OK(qkv_model_save(m, path));
-    CHECK_OK(qkv_model_load(path, &back));
-    unlink(path);
+    back = tu_model_roundtrip(m);
     if (back) {
         CHECK(back->cfg.n_features == F && back->cfg.feature_vocab[0] == 3 &&
               back->cfg.feature_vocab[1] == 5);

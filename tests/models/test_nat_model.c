@@ -9,6 +9,7 @@
  * round-trips and bad ones are clear errors.
  */
 #include "fixture.h"
+#include "testutil.h"
 
 #include <stdio.h>
 #include <unistd.h>
@@ -73,12 +74,7 @@ static void nat_parity(const char *file, bool norm_first) {
         expect_param_grads(&f, m->params, file);
     }
     /* save + load: the same length logits */
-    char path[] = "/tmp/qkv_nat_XXXXXX";
-    int fd = mkstemp(path);
-    if (fd >= 0) close(fd);
-    CHECK_OK(qkv_model_save(m, path));
-    qkv_model *back = NULL;
-    CHECK_OK(qkv_model_load(path, &back));
+    qkv_model *back = tu_model_roundtrip(m);
     if (back && length_logits) {
         CHECK(back->cfg.nat && back->cfg.mask_id == MASK);
         qkv_ctx_reset(ctx);
@@ -91,7 +87,6 @@ static void nat_parity(const char *file, bool norm_first) {
             expect_close(&f, "length logits after save + load", again->data, "out.length_logits",
                          2 * (MAXLEN + 1));
     }
-    unlink(path);
     qkv_model_free(back);
     qkv_ctx_free(ctx);
     qkv_model_free(m);

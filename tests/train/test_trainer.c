@@ -6,48 +6,15 @@
  * leaves the model untouched; a checkpoint with a non-finite weight or moment is refused at load;
  * and a small copy task learns.
  */
-#include "testutil.h"
+#include "copy_task.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
-enum { V = 9, B = 4, S = 5, T = 6 }; /* ids: 0 pad, 1 bos, 2 eos, 3.. symbols */
+enum { V = COPY_V, B = COPY_B, S = COPY_S, T = COPY_T }; /* ids: 0 pad, 1 bos, 2 eos, 3.. symbols */
 
-static qkv_model *seq2seq_model(uint64_t seed, double dropout, int32_t width) {
-    qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, width, 2, 1);
-    c.src_vocab = c.tgt_vocab = V;
-    c.bos_id = 1, c.eos_id = 2;
-    c.dim_feedforward = 2 * width;
-    c.dropout = dropout;
-    qkv_model *m = NULL;
-    CHECK_OK(qkv_model_new(&c, seed, &m));
-    return m;
-}
-
-static qkv_model *tiny_seq2seq(uint64_t seed, double dropout) { return seq2seq_model(seed, dropout, 8); }
-
-/* copy task: target = source; rows have different lengths (padding) */
-typedef struct {
-    int32_t src[B * S], tgt_in[B * T], tgt_out[B * T];
-    qkv_train_batch batch;
-} copy_batch;
-
-static void make_copy_batch(copy_batch *cb, uint64_t seed) {
-    memset(cb, 0, sizeof *cb);
-    for (int r = 0; r < B; r++) {
-        const int len = 2 + (r + (int)seed) % 4; /* 2..5 */
-        cb->tgt_in[r * T] = 1;
-        for (int i = 0; i < len; i++) {
-            const int32_t x = 3 + (int32_t)(qkv_rng_uniform(seed, 0, (uint64_t)r, (uint64_t)i) * (V - 3));
-            cb->src[r * S + i] = x;
-            cb->tgt_in[r * T + i + 1] = x;
-            cb->tgt_out[r * T + i] = x;
-        }
-        cb->tgt_out[r * T + len] = 2;
-    }
-    cb->batch = (qkv_train_batch){.batch = B, .src_len = S, .tgt_len = T, .src = cb->src, .tgt_in = cb->tgt_in, .tgt_out = cb->tgt_out};
-}
+static qkv_model *tiny_seq2seq(uint64_t seed, double dropout) { return copy_model(seed, dropout, 8); }
 
 static qkv_train_config quick_config(void) {
     qkv_train_config c = qkv_train_default_config();
@@ -334,7 +301,7 @@ TEST(trainer_rejects_a_bad_batch_and_keeps_the_model) {
 }
 
 TEST(trainer_learns_the_copy_task) {
-    qkv_model *m = seq2seq_model(4, 0, 32);
+    qkv_model *m = copy_model(4, 0, 32);
     qkv_trainer *t = NULL;
     qkv_train_config c = quick_config();
     CHECK_OK(qkv_trainer_new(m, &c, &t));

@@ -6,44 +6,14 @@
  * as they were, so the caller can stop or go on with the next batch; a checkpoint of non-finite
  * parameters is refused.
  */
-#include "testutil.h"
+#include "copy_task.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { V = 9, B = 4, S = 5, T = 6 }; /* ids: 0 pad, 1 bos, 2 eos, 3.. symbols */
-
-static qkv_model *tiny_model(void) {
-    qkv_model_config c = qkv_model_default_config(QKV_ARCH_ENCODER_DECODER, 8, 2, 1);
-    c.src_vocab = c.tgt_vocab = V;
-    c.bos_id = 1, c.eos_id = 2;
-    c.dim_feedforward = 16;
-    c.dropout = 0.1;
-    qkv_model *m = NULL;
-    CHECK_OK(qkv_model_new(&c, 3, &m));
-    return m;
-}
-
-typedef struct {
-    int32_t src[B * S], tgt_in[B * T], tgt_out[B * T];
-    qkv_train_batch batch;
-} copy_batch;
-
-static void make_batch(copy_batch *cb, uint64_t seed) {
-    memset(cb, 0, sizeof *cb);
-    for (int r = 0; r < B; r++) {
-        const int len = 2 + (r + (int)seed) % 4;
-        cb->tgt_in[r * T] = 1;
-        for (int i = 0; i < len; i++) {
-            const int32_t x = 3 + (int32_t)(qkv_rng_uniform(seed, 0, (uint64_t)r, (uint64_t)i) * (V - 3));
-            cb->src[r * S + i] = cb->tgt_in[r * T + i + 1] = cb->tgt_out[r * T + i] = x;
-        }
-        cb->tgt_out[r * T + len] = 2;
-    }
-    cb->batch = (qkv_train_batch){.batch = B, .src_len = S, .tgt_len = T, .src = cb->src, .tgt_in = cb->tgt_in,
-                                  .tgt_out = cb->tgt_out};
-}
+/* The copy task's model: width 8, dropout 0.1. */
+static qkv_model *tiny_model(void) { return copy_model(3, 0.1, 8); }
 
 /* The parameters and both optimiser moments, to compare bit for bit. */
 typedef struct {
@@ -101,7 +71,7 @@ TEST(trainer_step_refuses_a_nonfinite_loss_and_changes_nothing) {
     qkv_trainer *t = NULL;
     CHECK_OK(qkv_trainer_new(m, &c, &t));
     copy_batch cb;
-    make_batch(&cb, 1);
+    make_copy_batch(&cb, 1);
     qkv_step_stats st;
     CHECK_OK(qkv_trainer_step(t, &cb.batch, &st));
     CHECK(st.stepped && isfinite(st.loss));
@@ -116,7 +86,7 @@ TEST(trainer_step_refuses_a_nonfinite_loss_and_changes_nothing) {
     const qkv_real kept = w[0];
     w[0] = (qkv_real)NAN;
     snapshot before = take(m);
-    make_batch(&cb, 2);
+    make_copy_batch(&cb, 2);
     memset(&st, 0x55, sizeof st);
     CHECK_ERR(qkv_trainer_step(t, &cb.batch, &st), QKV_ERR_NONFINITE, "step 2");
     CHECK_MSG(strstr(qkv_last_error(), "loss is nan"), "message: %s", qkv_last_error());
@@ -139,7 +109,7 @@ TEST(trainer_step_refuses_a_nonfinite_gradient_and_names_the_parameter) {
     qkv_trainer *t = NULL;
     CHECK_OK(qkv_trainer_new(m, &c, &t));
     copy_batch cb;
-    make_batch(&cb, 1);
+    make_copy_batch(&cb, 1);
     qkv_step_stats st;
     CHECK_OK(qkv_trainer_step(t, &cb.batch, &st));
     CHECK(!st.stepped);
@@ -148,7 +118,7 @@ TEST(trainer_step_refuses_a_nonfinite_gradient_and_names_the_parameter) {
     const ptrdiff_t at = (const qkv_real *)p->data - qkv_params_block(m->params, QKV_BLOCK_DATA);
     qkv_params_block(m->params, QKV_BLOCK_GRAD)[at + 1] = (qkv_real)INFINITY;
     snapshot before = take(m);
-    make_batch(&cb, 2);
+    make_copy_batch(&cb, 2);
     CHECK_ERR(qkv_trainer_step(t, &cb.batch, &st), QKV_ERR_NONFINITE, "step 1");
     char expect[200];
     snprintf(expect, sizeof expect, "gradient norm is inf (first non-finite gradient: %s, element 1)", p->name);

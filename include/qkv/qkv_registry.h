@@ -3,22 +3,24 @@
  * configuration files and the CLI use, the enum value, and one line of help. Everything that
  * names, parses, range-checks or lists an enum value reads its table: the model file writer and
  * reader (qkv_model_config_to_json / _from_json), the configuration checks, the CLI's
- * configuration reader and `qkv list`, and a test that docs/cli.md lists every entry. A new value
- * of an enumeration is one line in its table (src/core/registry.c) beside the enum constant.
+ * configuration reader and `qkv list`, and a test that docs/cli.md lists every entry. Each table
+ * is made (src/core/registry.c) from the enumeration's list of values in its header, the same
+ * list that defines the enum constants (X(constant, name, help), qkv_base.h): a new value of an
+ * enumeration is one line there.
  *
- *   registry            enum                 where the values act
- *   arch                qkv_arch             model.c
- *   pos                 qkv_abs_pos          model.c (absolute positions)
- *   activation          qkv_activation       layer.c (feed-forward)
- *   head                qkv_head_kind        model.c (encoder-only output)
- *   score               qkv_score_kind       mha.c, ops/attn_scores.c
- *   norm                qkv_attn_norm        ops/attn_normalize.c
- *   relpos              qkv_relpos_kind      mha.c, ops/posenc_*.c
- *   lr_schedule         qkv_lr_kind          train/schedule.c
- *   scheduled_sampling  qkv_ss_kind          train/trainer.c
- *   decode_strategy     qkv_decode_strategy  infer/decode.c
- *   length_penalty      qkv_length_penalty   infer/beam.c
- *   tokenizer           qkv_tokenizer_kind   data/tokenizer.c
+ *   registry            enum (its list)                                  where the values act
+ *   arch                qkv_arch (QKV_ARCH_VALUES)                       model.c
+ *   pos                 qkv_abs_pos (QKV_ABS_POS_VALUES)                 model.c (absolute positions)
+ *   activation          qkv_activation (QKV_ACTIVATION_VALUES)           layer.c (feed-forward)
+ *   head                qkv_head_kind (QKV_HEAD_KIND_VALUES)             model.c (encoder-only output)
+ *   score               qkv_score_kind (QKV_SCORE_KIND_VALUES)           mha.c, ops/attn_scores.c
+ *   norm                qkv_attn_norm (QKV_ATTN_NORM_VALUES)             ops/attn_normalize.c
+ *   relpos              qkv_relpos_kind (QKV_RELPOS_KIND_VALUES)         mha.c, ops/posenc_*.c
+ *   lr_schedule         qkv_lr_kind (QKV_LR_KIND_VALUES)                 train/schedule.c
+ *   scheduled_sampling  qkv_ss_kind (QKV_SS_KIND_VALUES)                 train/trainer.c
+ *   decode_strategy     qkv_decode_strategy (QKV_DECODE_STRATEGY_VALUES) infer/decode.c
+ *   length_penalty      qkv_length_penalty (QKV_LENGTH_PENALTY_VALUES)   infer/beam.c
+ *   tokenizer           qkv_tokenizer_kind (QKV_TOKENIZER_KIND_VALUES)   data/tokenizer.c
  */
 #ifndef QKV_REGISTRY_H
 #define QKV_REGISTRY_H

@@ -2,6 +2,7 @@
  * qkv.h: the whole qkv API.
  *
  *   qkv_base.h      version, status codes, error messages, threads
+ *   qkv_enums.h     every enumeration, one list of X(constant, name, help) each
  *   qkv_tensor.h    tensors, views, the context (step arena, tape, sticky error), parameters, RNG
  *   qkv_ops.h       the op catalogue (one header per family in ops/), every op with a proven backward
  *   qkv_nn.h        multi-head attention, Transformer encoder and decoder layers

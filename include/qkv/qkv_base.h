@@ -10,6 +10,8 @@
 #ifndef QKV_BASE_H
 #define QKV_BASE_H
 
+#include "qkv_enums.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,10 +19,6 @@
 extern "C" {
 #endif
 
-/* The enumerations of the API are written as lists, X(constant, name, help), one line per value
- * (e.g. QKV_ATTN_NORM_VALUES in ops/attention.h): the enum takes the constants in order from 0,
- * and the registry (qkv_registry.h) takes the names and help lines from the same list. */
-#define QKV_ENUM_CONSTANT(constant, name, help) constant,
 
 #if defined(_WIN32)
 #define QKV_API __declspec(dllexport)

@@ -105,30 +105,11 @@ QKV_API const qkv_ctx *qkv_session_ctx(const qkv_session *s);
 /* ---- search -----------------------------------------------------------------------------------
  */
 
-/* The values of qkv_decode_strategy, the decoding strategy: the constant, its name in model
- * files, configuration files and `qkv list`, and its help (registry "decode_strategy",
- * qkv_registry.h). A new value is a line at the end.
- *   QKV_DECODE_GREEDY: argmax at every step (ties: the lowest id) */
-#define QKV_DECODE_STRATEGY_VALUES(X)                                                              \
-    X(QKV_DECODE_GREEDY, "greedy", "the most probable token at every step")                        \
-    X(QKV_DECODE_BEAM, "beam", "beam search over the K best prefixes")                             \
-    X(QKV_DECODE_SAMPLE, "sample", "ancestral sampling (temperature, top-k, top-p)")               \
-    X(QKV_DECODE_MASK_PREDICT, "mask_predict", "non-autoregressive models: mask-predict (Ghazvininejad et al. 2019)")
-typedef enum qkv_decode_strategy { QKV_DECODE_STRATEGY_VALUES(QKV_ENUM_CONSTANT) } qkv_decode_strategy;
+/* qkv_decode_strategy: qkv_enums.h lists its values. */
 
 /* How a finished hypothesis of `length` tokens (EOS included) and log-probability `score` is
  * ranked: by score / lp(length). */
-/* The values of qkv_length_penalty, the beam search length penalty: the constant, its name in
- * model files, configuration files and `qkv list`, and its help (registry "length_penalty",
- * qkv_registry.h). A new value is a line at the end.
- *   QKV_LENGTH_PENALTY_NONE: lp = 1
- *   QKV_LENGTH_PENALTY_AVERAGE: lp = length (the mean log-probability per token)
- *   QKV_LENGTH_PENALTY_GNMT: lp = ((5 + length) / 6)^alpha (Wu et al. 2016, eq. 14) */
-#define QKV_LENGTH_PENALTY_VALUES(X)                                                               \
-    X(QKV_LENGTH_PENALTY_NONE, "none", "rank by the sum of log-probabilities")                     \
-    X(QKV_LENGTH_PENALTY_AVERAGE, "average", "rank by the mean log-probability per token")         \
-    X(QKV_LENGTH_PENALTY_GNMT, "gnmt", "divide by ((5 + length) / 6)^alpha (Wu et al. 2016)")
-typedef enum qkv_length_penalty { QKV_LENGTH_PENALTY_VALUES(QKV_ENUM_CONSTANT) } qkv_length_penalty;
+/* qkv_length_penalty: qkv_enums.h lists its values. */
 
 typedef struct qkv_decode_params {
     qkv_decode_strategy strategy; /* default BEAM */

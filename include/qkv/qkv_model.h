@@ -45,35 +45,7 @@
 extern "C" {
 #endif
 
-/* The values of qkv_arch, the architecture: the constant, its name in model files, configuration
- * files and `qkv list`, and its help (registry "arch", qkv_registry.h). A new value is a line at
- * the end.
- *   QKV_ARCH_ENCODER: sequence labelling or classification */
-#define QKV_ARCH_VALUES(X)                                                                         \
-    X(QKV_ARCH_ENCODER_DECODER, "encoder-decoder", "encoder and autoregressive decoder with cross-attention (Vaswani et al. 2017)") \
-    X(QKV_ARCH_ENCODER, "encoder", "encoder only: one prediction per token or per sequence (tagging, classification, images)") \
-    X(QKV_ARCH_DECODER, "decoder", "decoder only, causal: a language model")
-typedef enum qkv_arch { QKV_ARCH_VALUES(QKV_ENUM_CONSTANT) } qkv_arch;
-
-/* The values of qkv_abs_pos, the absolute positional encoding: the constant, its name in model
- * files, configuration files and `qkv list`, and its help (registry "pos", qkv_registry.h). A new
- * value is a line at the end. */
-#define QKV_ABS_POS_VALUES(X)                                                                      \
-    X(QKV_POS_NONE, "none", "no absolute positions (relative ones may stand in)")                  \
-    X(QKV_POS_SINUSOIDAL, "sinusoidal", "fixed sin/cos of the position (Vaswani et al. 2017)")     \
-    X(QKV_POS_LEARNED, "learned", "one learned vector per position (Gehring et al. 2017)")         \
-    X(QKV_POS_SINCOS_2D, "sincos_2d", "image models: fixed 2-D sin/cos of the patch's row and column (MAE, He et al. 2022)")
-typedef enum qkv_abs_pos { QKV_ABS_POS_VALUES(QKV_ENUM_CONSTANT) } qkv_abs_pos;
-
-/* The values of qkv_head_kind, the encoder-only output head: the constant, its name in model
- * files, configuration files and `qkv list`, and its help (registry "head", qkv_registry.h). A
- * new value is a line at the end.
- *   QKV_HEAD_TOKEN: encoder-only: one prediction per token (tagging)
- *   QKV_HEAD_POOLED: encoder-only: mean over the non-padded tokens, one prediction */
-#define QKV_HEAD_KIND_VALUES(X)                                                                    \
-    X(QKV_HEAD_TOKEN, "token", "one prediction per token (tagging)")                               \
-    X(QKV_HEAD_POOLED, "pooled", "one prediction per sequence: the mean over its tokens (image models: or the [CLS] token)")
-typedef enum qkv_head_kind { QKV_HEAD_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_head_kind;
+/* qkv_arch, qkv_abs_pos, qkv_head_kind: qkv_enums.h lists their values. */
 
 /* Image input of an encoder-only model (a ViT-style classifier): the input is a batch of images
  * (B, H_img, W_img, Ch) of real values instead of token ids. They are cut into non-overlapping

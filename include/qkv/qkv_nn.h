@@ -30,16 +30,7 @@ extern "C" {
  * qkv_sdpa_weights gives the composed ops' bits keeping only the weights (faster there; the module
  * calls qkv_sdpa_weights_merged, which writes the heads merged for the output projection). */
 
-/* The values of qkv_relpos_kind, the relative positional encoding: the constant, its name in
- * model files, configuration files and `qkv list`, and its help (registry "relpos",
- * qkv_registry.h). A new value is a line at the end. */
-#define QKV_RELPOS_KIND_VALUES(X)                                                                  \
-    X(QKV_RELPOS_NONE, "none", "no relative positions")                                            \
-    X(QKV_RELPOS_SHAW, "shaw", "clipped relative key and value embeddings (Shaw et al. 2018)")     \
-    X(QKV_RELPOS_T5, "t5", "bucketed relative bias per head (Raffel et al. 2020)")                 \
-    X(QKV_RELPOS_ROPE, "rope", "rotary q and k (Su et al. 2021)")                                  \
-    X(QKV_RELPOS_ALIBI, "alibi", "linear distance bias per head (Press et al. 2022)")
-typedef enum qkv_relpos_kind { QKV_RELPOS_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_relpos_kind;
+/* qkv_relpos_kind: qkv_enums.h lists its values. */
 
 typedef struct qkv_mha_config {
     int32_t d_model;             /* C */
@@ -134,14 +125,7 @@ QKV_API qkv_tensor *qkv_mha_step(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x,
  * decoder adds cross-attention on the memory between the two, with norm2; its FF uses norm3.
  * FF(x) = linear2(dropout(act(linear1(x)))); every sub-layer output passes dropout. */
 
-/* The values of qkv_activation, the feed-forward activation: the constant, its name in model
- * files, configuration files and `qkv list`, and its help (registry "activation",
- * qkv_registry.h). A new value is a line at the end. */
-#define QKV_ACTIVATION_VALUES(X)                                                                   \
-    X(QKV_ACT_RELU, "relu", "max(0, x)")                                                           \
-    X(QKV_ACT_GELU, "gelu", "x Phi(x), the exact GELU (Hendrycks & Gimpel 2016)")                  \
-    X(QKV_ACT_GELU_TANH, "gelu_tanh", "GELU's tanh approximation (GPT-2)")
-typedef enum qkv_activation { QKV_ACTIVATION_VALUES(QKV_ENUM_CONSTANT) } qkv_activation;
+/* qkv_activation: qkv_enums.h lists its values. */
 
 typedef struct qkv_layer_config {
     int32_t d_model, n_heads, dim_feedforward;

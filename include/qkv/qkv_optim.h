@@ -74,14 +74,7 @@ QKV_API qkv_status qkv_optim_check(const qkv_optim_config *c);
  *                   up to total_steps, and min_lr after. w == 0: the decay starts at step 0.
  * ------------------------------------------------------------------------------------------- */
 
-/* The values of qkv_lr_kind, the learning-rate schedule: the constant, its name in model files,
- * configuration files and `qkv list`, and its help (registry "lr_schedule", qkv_registry.h). A
- * new value is a line at the end. */
-#define QKV_LR_KIND_VALUES(X)                                                                      \
-    X(QKV_LR_CONSTANT, "constant", "base_lr at every step")                                        \
-    X(QKV_LR_INV_SQRT, "inv_sqrt", "linear warm-up, then decay as 1/sqrt(step) (Vaswani et al. 2017)") \
-    X(QKV_LR_WARMUP_COSINE, "cosine", "linear warm-up, then cosine decay to min_lr at the last step (Loshchilov & Hutter 2017)")
-typedef enum qkv_lr_kind { QKV_LR_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_lr_kind;
+/* qkv_lr_kind: qkv_enums.h lists its values. */
 
 typedef struct qkv_lr_schedule {
     qkv_lr_kind kind;

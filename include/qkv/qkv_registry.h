@@ -4,9 +4,9 @@
  * names, parses, range-checks or lists an enum value reads its table: the model file writer and
  * reader (qkv_model_config_to_json / _from_json), the configuration checks, the CLI's
  * configuration reader and `qkv list`, and a test that docs/cli.md lists every entry. Each table
- * is made (src/core/registry.c) from the enumeration's list of values in its header, the same
- * list that defines the enum constants (X(constant, name, help), qkv_base.h): a new value of an
- * enumeration is one line there.
+ * is made (src/core/registry.c) from the enumeration's list of values in qkv_enums.h, the same
+ * list that defines the enum constants (X(constant, name, help)): a new value of an enumeration
+ * is one line there.
  *
  *   registry            enum (its list)                                  where the values act
  *   arch                qkv_arch (QKV_ARCH_VALUES)                       model.c

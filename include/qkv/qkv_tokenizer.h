@@ -29,14 +29,7 @@
 extern "C" {
 #endif
 
-/* The values of qkv_tokenizer_kind, the tokenizer: the constant, its name in model files,
- * configuration files and `qkv list`, and its help (registry "tokenizer", qkv_registry.h). A new
- * value is a line at the end. */
-#define QKV_TOKENIZER_KIND_VALUES(X)                                                               \
-    X(QKV_TOKENIZER_CHARS, "chars", "every UTF-8 character is a symbol, spaces included")          \
-    X(QKV_TOKENIZER_TOKENS, "tokens", "already tokenized: symbols between single spaces")          \
-    X(QKV_TOKENIZER_WORDS, "words", "maximal runs of bytes other than space and TAB")
-typedef enum qkv_tokenizer_kind { QKV_TOKENIZER_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_tokenizer_kind;
+/* qkv_tokenizer_kind: qkv_enums.h lists its values. */
 
 typedef struct qkv_tokenizer qkv_tokenizer;
 

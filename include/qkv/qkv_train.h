@@ -48,15 +48,7 @@
 extern "C" {
 #endif
 
-/* The values of qkv_ss_kind, the scheduled sampling decay: the constant, its name in model files,
- * configuration files and `qkv list`, and its help (registry "scheduled_sampling",
- * qkv_registry.h). A new value is a line at the end. */
-#define QKV_SS_KIND_VALUES(X)                                                                      \
-    X(QKV_SS_NONE, "none", "teacher forcing: always the gold token")                               \
-    X(QKV_SS_LINEAR, "linear", "p_gold = max(min_gold, 1 - step / decay_steps) (Bengio et al. 2015)") \
-    X(QKV_SS_EXPONENTIAL, "exponential", "p_gold = max(min_gold, k^step), k < 1 (Bengio et al. 2015)") \
-    X(QKV_SS_INVERSE_SIGMOID, "inverse_sigmoid", "p_gold = k / (k + exp(step / k)), k >= 1 (Bengio et al. 2015)")
-typedef enum qkv_ss_kind { QKV_SS_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_ss_kind;
+/* qkv_ss_kind: qkv_enums.h lists its values. */
 
 typedef struct qkv_train_config {
     qkv_optim_config optim;

@@ -1,6 +1,6 @@
 /*
  * registry.c: the tables of qkv_registry.h, one per enumeration, made from the enumeration's list
- * of values in its header (X(constant, name, help), qkv_base.h). The names are those of model
+ * of values in qkv_enums.h (X(constant, name, help)). The names are those of model
  * files: changing one breaks every file that uses it, so a name is added, never renamed.
  */
 #include "qkv/qkv.h"
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One registry from an enumeration's list of values (QKV_ENUM_CONSTANT in qkv_base.h). */
+/* One registry from an enumeration's list of values (qkv_enums.h). */
 #define REGISTRY_ENTRY(constant, name, help) {name, constant, help},
 #define TABLE(id, reg_name, what, c_type, values)                                                                \
     static const qkv_registry_entry id##_entries[] = {values(REGISTRY_ENTRY)};                                 \

@@ -2,7 +2,7 @@
  * tokenizer.c: the table of tokenizers and the qkv_tokenizer API (qkv_tokenizer.h). A tokenizer is
  * an ops table (data_internal.h) and, for one that learns a model (subwords), its state. Adding a
  * tokenizer is its file (split, and loading its model when it has one), a line in `table` below,
- * and its line in QKV_TOKENIZER_KIND_VALUES (qkv_tokenizer.h: the enum constant and its name).
+ * and its line in QKV_TOKENIZER_KIND_VALUES (qkv_enums.h: the enum constant and its name).
  */
 #include "data_internal.h"
 

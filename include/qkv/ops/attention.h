@@ -17,33 +17,7 @@
 extern "C" {
 #endif
 
-/* The values of qkv_score_kind, the attention score function: the constant, its name in model
- * files, configuration files and `qkv list`, and its help (registry "score", qkv_registry.h). A
- * new value is a line at the end.
- *   QKV_SCORE_GENERAL: q^T W k (Luong et al. 2015, "general"/bilinear) */
-#define QKV_SCORE_KIND_VALUES(X)                                                                   \
-    X(QKV_SCORE_DOT, "dot", "q . k")                                                               \
-    X(QKV_SCORE_SCALED_DOT, "scaled_dot", "q . k / sqrt(D) (Vaswani et al. 2017)")                 \
-    X(QKV_SCORE_ADDITIVE, "additive", "v^T tanh(W_q q + W_k k) (Bahdanau et al. 2015)")            \
-    X(QKV_SCORE_GENERAL, "general", "q^T W k, bilinear (Luong et al. 2015)")                       \
-    X(QKV_SCORE_COSINE, "cosine", "g cos(q, k), g fixed or learned per head (Henry et al. 2020)")
-typedef enum qkv_score_kind { QKV_SCORE_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_score_kind;
-
-/* The values of qkv_attn_norm, the attention normaliser: the constant, its name in model files,
- * configuration files and `qkv list`, and its help (registry "norm", qkv_registry.h). A new value
- * is a line at the end.
- *   QKV_NORM_RELU: a = relu(e)
- *   QKV_NORM_RELU_ROWNORM: a = relu(e) / (sum_j relu(e_j) + eps), eps = 1e-6
- *   QKV_NORM_SIGMOID: a = sigmoid(e) (no normalisation across keys)
- *   QKV_NORM_SPARSEMAX: a = argmin_{p in simplex} |p - e|^2 = max(e - tau, 0), tau such that sum
- *     a = 1: exact zeros below tau (Martins & Astudillo 2016) */
-#define QKV_ATTN_NORM_VALUES(X)                                                                    \
-    X(QKV_NORM_SOFTMAX, "softmax", "exp(e_j) / sum_k exp(e_k) over the allowed keys")              \
-    X(QKV_NORM_RELU, "relu", "relu(e_j), not normalised")                                          \
-    X(QKV_NORM_RELU_ROWNORM, "relu_rownorm", "relu(e_j) / (sum_k relu(e_k) + 1e-6)")               \
-    X(QKV_NORM_SIGMOID, "sigmoid", "sigmoid(e_j), each key on its own")                            \
-    X(QKV_NORM_SPARSEMAX, "sparsemax", "max(e_j - tau, 0) summing to 1: sparse weights (Martins & Astudillo 2016)")
-typedef enum qkv_attn_norm { QKV_ATTN_NORM_VALUES(QKV_ENUM_CONSTANT) } qkv_attn_norm;
+/* qkv_score_kind, qkv_attn_norm: qkv_enums.h lists their values. */
 
 /* Which (i, j) pairs may attend. All fields off = everything allowed; start from
  * qkv_mask_none() (a zero-initialised struct has window 0 on both sides: the diagonal only).

@@ -402,15 +402,7 @@ static int thread_id(void) {
 #endif
 }
 
-/* ---- forward -------------------------------------------------------------------------------- */
-
-/* The online softmax's update from one tile of scores (rows r < nr of s, nc scores each, row
- * stride BC), in place: m' = max(m, rowmax S), P = exp(S - m'), l = l e^(m - m') + rowsum P and
- * acc = acc e^(m - m'). The exponentials are qkv__exp_r (within ~1 ulp of expf, and vectorised,
- * where libm's expf is a call per element) and each row's sum runs in QKV_LANES double partials
- * added in a fixed tree (rowreduce.h), so every clone gives the same bits. A NaN score makes the
- * row's output NaN. */
-QKV_CLONES /* The score tile of query rows i0 .. i0 + nr - 1 and keys j0 .. j0 + nc - 1 of head bh = b H + h
+/* The score tile of query rows i0 .. i0 + nr - 1 and keys j0 .. j0 + nc - 1 of head bh = b H + h
  * into s (nr x nc, leading dimension BC): S = Q K^T from the rows qb and the transposed keys kt
  * (B, H, D, tld(S)), then scaled, biased and masked (finish_scores). */
 static void score_tile(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t bh, const qkv_real *qb,
@@ -421,7 +413,15 @@ static void score_tile(const qkv_sdpa_problem *p, int64_t b, int64_t h, int64_t 
     finish_scores(p, b, h, i0, nr, j0, nc, s, BC, 1);
 }
 
-static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict s,
+/* ---- forward -------------------------------------------------------------------------------- */
+
+/* The online softmax's update from one tile of scores (rows r < nr of s, nc scores each, row
+ * stride BC), in place: m' = max(m, rowmax S), P = exp(S - m'), l = l e^(m - m') + rowsum P and
+ * acc = acc e^(m - m'). The exponentials are qkv__exp_r (within ~1 ulp of expf, and vectorised,
+ * where libm's expf is a call per element) and each row's sum runs in QKV_LANES double partials
+ * added in a fixed tree (rowreduce.h), so every clone gives the same bits. A NaN score makes the
+ * row's output NaN. */
+QKV_CLONES static void online_softmax(int64_t nr, int64_t nc, qkv_real *restrict s,
                                       qkv_real *restrict m, qkv_real *restrict l,
                                       qkv_real *restrict acc, int64_t Dv) {
     for (int64_t r = 0; r < nr; r++) {

@@ -12,7 +12,6 @@
 #include "task.h"
 #include "qkv/qkv_viz.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,7 +111,7 @@ int qkv_cmd_attn(int argc, char **argv) {
         return 2;
     }
     int rc = 2;
-    if (task_takes_option("attn", r.task, transducer_only, offsetof(task_ops, transduces), run))
+    if (task_takes_option("attn", r.task, transducer_only, TASK_TRANSDUCES, run))
         rc = r.task->attn_run(&r, input,
                               &(task_run_opts){.run = run, .out_dir = out_dir, .terminal = terminal, .layer = only_layer,
                                                .head = only_head, .kind = only_kind, .src_tokens = tokens});

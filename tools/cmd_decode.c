@@ -12,7 +12,6 @@
 #include "run_dir.h"
 #include "task.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,8 +112,8 @@ int qkv_cmd_decode(int argc, char **argv) {
         return 1;
     }
     int rc = 2;
-    if (task_takes_option("decode", r.task, transducer_only, offsetof(task_ops, transduces), run) &&
-        task_takes_option("decode", r.task, search, offsetof(task_ops, generates), run))
+    if (task_takes_option("decode", r.task, transducer_only, TASK_TRANSDUCES, run) &&
+        task_takes_option("decode", r.task, search, TASK_GENERATES, run))
         rc = r.task->decode_run(&r, files, n_files,
                                 &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1, .kind = -1,
                                                  .decode = &dp, .strategy_set = strategy_set, .src_tokens = tokens});

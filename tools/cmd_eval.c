@@ -9,7 +9,6 @@
 #include "run_dir.h"
 #include "task.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,7 +83,7 @@ int qkv_cmd_eval(int argc, char **argv) {
         return 1;
     }
     int rc = 2;
-    if (task_takes_option("eval", r.task, search_option, offsetof(task_ops, transduces), run))
+    if (task_takes_option("eval", r.task, search_option, TASK_TRANSDUCES, run))
         rc = r.task->eval_run(&r, data,
                               &(task_run_opts){.run = run, .show = show, .decode = &search,
                                                .strategy_set = strategy_set, .src_tokens = tokens});

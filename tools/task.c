@@ -38,18 +38,16 @@ const task_ops *task_find(const char *name) {
 int task_count(void) { return N_TASKS; }
 const task_ops *task_at(int i) { return i >= 0 && i < N_TASKS ? all_tasks[i] : NULL; }
 
-static bool flag_of(const task_ops *t, size_t flag_offset) {
-    bool on;
-    memcpy(&on, (const char *)t + flag_offset, sizeof on);
-    return on;
+bool task_can(const task_ops *t, task_ability a) {
+    return a == TASK_GENERATES ? t->generates : t->transduces;
 }
 
-bool task_takes_option(const char *cmd, const task_ops *t, const char *option, size_t flag_offset, const char *run) {
-    if (!option || flag_of(t, flag_offset)) return true;
+bool task_takes_option(const char *cmd, const task_ops *t, const char *option, task_ability a, const char *run) {
+    if (!option || task_can(t, a)) return true;
     const char *names[N_TASKS]; /* the tasks it applies to: "a", "a and b", "a, b and c" */
     int n = 0;
     for (int i = 0; i < N_TASKS; i++)
-        if (flag_of(all_tasks[i], flag_offset)) names[n++] = all_tasks[i]->name;
+        if (task_can(all_tasks[i], a)) names[n++] = all_tasks[i]->name;
     char list[256] = "";
     for (int i = 0, len = 0; i < n && len < (int)sizeof list; i++) {
         const int k = snprintf(list + len, sizeof list - (size_t)len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",

@@ -129,10 +129,13 @@ const task_ops *task_find(const char *name);
 /* The task families, in the order `qkv list task` prints them: i < task_count(). */
 int task_count(void);
 const task_ops *task_at(int i);
-/* Whether task t takes a command-line option (NULL: none given) that applies to the tasks whose
- * flag at flag_offset is true (offsetof(task_ops, generates), offsetof(task_ops, transduces)).
- * When it does not, prints "qkv CMD: OPTION applies to seq2seq and lm runs; RUN is a T run". */
-bool task_takes_option(const char *cmd, const task_ops *t, const char *option, size_t flag_offset, const char *run);
+/* What a task's runs can do, as the commands ask: task_ops.generates and task_ops.transduces. */
+typedef enum task_ability { TASK_GENERATES, TASK_TRANSDUCES } task_ability;
+bool task_can(const task_ops *t, task_ability a);
+/* Whether task t takes a command-line option (NULL: none given) that applies to the tasks that
+ * can `a`. When it does not, prints "qkv CMD: OPTION applies to seq2seq and lm runs; RUN is a T
+ * run". */
+bool task_takes_option(const char *cmd, const task_ops *t, const char *option, task_ability a, const char *run);
 /* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
 bool task_create(config *cfg, task **out);
 void task_free(task *t); /* accepts NULL */

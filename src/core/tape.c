@@ -216,7 +216,6 @@ qkv_status qkv_backward_from(qkv_ctx *ctx, qkv_tensor *y, const qkv_tensor *dy) 
     }
     qkv_real *g = qkv__grad(ctx, y);
     if (!g) return ctx->status;
-    const qkv_real *d = (const qkv_real *)dy->data;
-    for (int64_t i = 0, n = qkv_tensor_numel(y); i < n; i++) g[i] += d[i];
+    ctx->backend->elementwise->scale(qkv_tensor_numel(y), 1, (const qkv_real *)dy->data, g, true); /* g += dy */
     return replay(ctx);
 }

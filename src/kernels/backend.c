@@ -14,6 +14,7 @@ const qkv_backend qkv_backend_cpu = {
     .loss = &qkv_loss_cpu,
     .embedding = &qkv_embedding_cpu,
     .posenc = &qkv_posenc_cpu,
+    .optim = &qkv_optim_cpu,
     .gemm = qkv_gemm,
     .gemm_batched = qkv_gemm_batched,
     .gemm_batched2 = qkv__gemm_batched2,
@@ -34,6 +35,7 @@ const qkv_backend qkv_backend_ref = {
     .loss = &qkv_loss_ref,
     .embedding = &qkv_embedding_ref,
     .posenc = &qkv_posenc_ref,
+    .optim = &qkv_optim_ref,
     .gemm = qkv_gemm_ref,
 };
 

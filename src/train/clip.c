@@ -5,16 +5,14 @@
  *   g *= c when c < 1 (torch multiplies by min(c, 1); multiplying by 1 changes nothing).
  *
  * The sum runs in double over the contiguous gradient block, split into at most PARTS ranges
- * whose bounds depend only on the element count: each range is summed with QKV_LANES partial
- * sums in a fixed order (qkv__row_dot, kernels/rowreduce.h: vectorised, and 8 independent
- * additions instead of one chain), then the partial sums are added in range order, so the norm
- * is bit-identical for any thread count and vector width.
+ * whose bounds depend only on the element count: each range is summed by the optimiser kernels'
+ * sum_squares (kernels/optim.h: QKV_LANES partial sums in a fixed order), then the partial sums
+ * are added in range order, so the norm is bit-identical for any thread count and vector width.
  */
 #include "qkv/qkv_optim.h"
 
 #include "trainer_internal.h"
-#include "../kernels/rowreduce.h"
-#include "../kernels/select.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -28,21 +26,9 @@ static inline void part_bounds(int64_t n, int64_t parts, int64_t k, int64_t *lo,
     *hi = *lo + n / parts + (k < n % parts);
 }
 
-QKV_CLONES
-static double sum_of_squares(const qkv_real *g, int64_t n) {
-    return qkv__row_dot(g, g, n);
-}
-
-QKV_CLONES
-static void scale_range(qkv_real *restrict g, qkv_real c, int64_t n) {
-    const int64_t body = QKV_VECTOR_BODY(n);
-    for (int64_t i = 0; i < body; i++) g[i] *= c;
-    for (int64_t i = body; i < n; i++) g[i] *= c;
-}
-
 /* The norm of p's gradients, and the scaling when max_norm > 0 and it clips; with only_finite,
  * a non-finite norm leaves the gradients as they are. */
-static double clip(qkv_params *p, double max_norm, bool only_finite) {
+static double clip(const qkv_optim_kernels *kern, qkv_params *p, double max_norm, bool only_finite) {
     qkv_real *g = qkv_params_block(p, QKV_BLOCK_GRAD);
     if (!g) {
         QKV_ERROR(p ? QKV_ERR_STATE : QKV_ERR_INVALID_ARG, "qkv_clip_grad_norm: %s",
@@ -59,7 +45,7 @@ static double clip(qkv_params *p, double max_norm, bool only_finite) {
     for (int64_t k = 0; k < parts; k++) {
         int64_t lo, hi;
         part_bounds(n, parts, k, &lo, &hi);
-        partial[k] = sum_of_squares(g + lo, hi - lo);
+        partial[k] = kern->sum_squares(g + lo, hi - lo);
     }
     double total = 0;
     for (int64_t k = 0; k < parts; k++)
@@ -75,13 +61,17 @@ static double clip(qkv_params *p, double max_norm, bool only_finite) {
             for (int64_t k = 0; k < parts; k++) {
                 int64_t lo, hi;
                 part_bounds(n, parts, k, &lo, &hi);
-                scale_range(g + lo, cr, hi - lo);
+                kern->scale(g + lo, cr, hi - lo);
             }
         }
     }
     return norm;
 }
 
-double qkv_clip_grad_norm(qkv_params *p, double max_norm) { return clip(p, max_norm, false); }
+double qkv_clip_grad_norm(qkv_params *p, double max_norm) {
+    return clip(qkv__backend_of(QKV_KERNELS_FAST)->optim, p, max_norm, false);
+}
 
-double qkv__clip_grad_norm_finite(qkv_params *p, double max_norm) { return clip(p, max_norm, true); }
+double qkv__clip_grad_norm_finite(const qkv_optim_kernels *kern, qkv_params *p, double max_norm) {
+    return clip(kern, p, max_norm, true);
+}

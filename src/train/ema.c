@@ -8,15 +8,16 @@
  * The ramp (1 + t) / (10 + t) is the num_updates rule of TensorFlow's
  * tf.train.ExponentialMovingAverage: early on the average forgets the random initialisation fast
  * (with a constant 0.999 the initial weights would still weigh 0.999^2000 = 13.5 % after 2,000
- * steps). Each element is updated in double and rounded to qkv_real, in index order on one
- * thread: bit-identical for any thread count, and after a checkpoint resume (the checkpoint holds
- * ema.<name> for every parameter).
+ * steps). Each element is updated in double and rounded to qkv_real once (the optimiser kernels'
+ * average, kernels/optim.h): bit-identical for any thread count and kernel set, and after a
+ * checkpoint resume (the checkpoint holds ema.<name> for every parameter).
  *
  * Polyak & Juditsky (1992), "Acceleration of stochastic approximation by averaging"; the weight
  * EMA of timm's ModelEmaV2 and of Izmailov et al. (2018, SWA) for the same purpose: an average of
  * the weights of the last part of training generalises better than the weights of its last step.
  */
 #include "trainer_internal.h"
+#include "../kernels/backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,7 @@ void qkv__ema_update(qkv_trainer *t) {
     const qkv_params *p = t->model->params;
     const int64_t n = qkv_params_numel(p);
     const qkv_real *theta = qkv_params_block(p, QKV_BLOCK_DATA);
-    const double d = qkv__ema_decay_at(t->cfg.ema_decay, t->steps);
-    for (int64_t i = 0; i < n; i++)
-        t->ema[i] = (qkv_real)(d * (double)t->ema[i] + (1.0 - d) * (double)theta[i]);
+    t->ctx->backend->optim->average(t->ema, theta, qkv__ema_decay_at(t->cfg.ema_decay, t->steps), n);
 }
 
 qkv_status qkv_trainer_swap_ema(qkv_trainer *t) {

@@ -1,15 +1,11 @@
 /*
- * optim.c: SGD (momentum, Nesterov), Adam and AdamW on a parameter table.
+ * optim.c: SGD (momentum, Nesterov), Adam and AdamW on a parameter table: the settings' checks,
+ * the step's scalars and the walk over the blocks; the element-wise rules are the optimiser
+ * kernels (kernels/optim.h, where the rules are written out).
  *
- * The rules (qkv_optim.h) are torch.optim's single-tensor implementations, written in the same
- * order of operations and in the parameter type (qkv_real), with the per-step scalars (bias
- * corrections, step size) computed in double and rounded once, as PyTorch does with its Python
- * floats:
- *   SGD    d = g (+ wd p);  b = momentum b + d;  d = nesterov ? d + momentum b : b;  p += -lr d
- *   Adam   d = g (+ wd p);  m = lerp(m, d, 1 - beta1);  v = beta2 v + (1 - beta2) d d;
- *          p += -(lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps),  bc_k = 1 - beta_k^step
- *   AdamW  p *= 1 - lr wd, then Adam without the L2 term.
- * torch's lerp(a, b, w) is a + w (b - a) for |w| < 0.5 and b - (b - a)(1 - w) otherwise.
+ * The rules are torch.optim's single-tensor implementations, written in the same order of
+ * operations and in the parameter type (qkv_real), with the per-step scalars (bias corrections,
+ * step size) computed here in double and rounded once, as PyTorch does with its Python floats.
  *
  * One pass over the four contiguous blocks (data, grad, m, v) in fixed chunks of CHUNK elements,
  * OpenMP-parallel over chunks; a chunk that spans several parameters is split at their
@@ -18,88 +14,18 @@
  */
 #include "qkv/qkv_optim.h"
 
-#include "../core/internal.h"
-#include "../kernels/select.h"
+#include "trainer_internal.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
 #define CHUNK 4096               /* elements per parallel work item */
 #define GRAIN ((int64_t)1 << 15) /* below this many elements, stay on one thread */
 
-#ifdef QKV_DOUBLE
-#define real_sqrt sqrt
-#else
-#define real_sqrt sqrtf
-#endif
-
 qkv_optim_config qkv_optim_default(qkv_optim_kind kind) {
     qkv_optim_config c = {.kind = kind, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
     if (kind == QKV_OPTIM_ADAMW) c.weight_decay = 1e-2;
     return c;
-}
-
-/* The scalars of one step, rounded to qkv_real once. */
-typedef struct {
-    qkv_optim_kind kind;
-    qkv_real lr, momentum, wd;
-    bool nesterov;
-    qkv_real w1, beta2, one_minus_beta2, step_size, bc2_sqrt, eps; /* Adam(W) */
-    qkv_real decay_factor;                                         /* AdamW: 1 - lr wd */
-} rule;
-
-static void sgd_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
-                      qkv_real *restrict b, int64_t n) {
-    const qkv_real lr = r->lr, mom = r->momentum, wd = decay ? r->wd : 0;
-    for (int64_t i = 0; i < n; i++) {
-        qkv_real d = g[i];
-        if (wd != 0) d = d + wd * p[i];
-        if (mom != 0) {
-            b[i] = b[i] * mom + d;
-            d = r->nesterov ? d + mom * b[i] : b[i];
-        }
-        p[i] = p[i] + -lr * d;
-    }
-}
-
-/* Adam(W) over n elements. Where it is inlined with constant `lerp_low` (w1 < 0.5: torch_lerp's
- * branch) and `l2`, the loop has no branch and vectorises: sqrt and division are correctly rounded
- * at any vector width, so the bits are the scalar loop's. */
-static inline void adam_elems(const rule *r, bool lerp_low, qkv_real l2, qkv_real keep, qkv_real *restrict p,
-                              const qkv_real *restrict g, qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
-    const qkv_real w1 = r->w1, b2 = r->beta2, omb2 = r->one_minus_beta2;
-    const qkv_real ss = r->step_size, bc2s = r->bc2_sqrt, eps = r->eps;
-    for (int64_t i = 0; i < n; i++) {
-        qkv_real d = g[i];
-        if (l2 != 0) d = d + l2 * p[i];
-        const qkv_real pi = p[i] * keep;
-        const qkv_real mi = lerp_low ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * ((qkv_real)1 - w1);
-        const qkv_real vi = v[i] * b2 + omb2 * d * d;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - ss * mi / (real_sqrt(vi) / bc2s + eps);
-    }
-}
-
-/* The common case (beta1 > 0.5, no L2 term): a vectorised body of QKV_VECTOR_BODY(n) elements
- * and a scalar rest (GCC's -O2 vectorises only loops without an epilogue, kernels/select.h). */
-QKV_CLONES
-static void adam_common(const rule *r, qkv_real keep, qkv_real *restrict p, const qkv_real *restrict g,
-                        qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
-    const int64_t body = QKV_VECTOR_BODY(n);
-    adam_elems(r, true, 0, keep, p, g, m, v, body);
-    adam_elems(r, true, 0, keep, p + body, g + body, m + body, v + body, n - body);
-}
-
-static void adam_range(const rule *r, bool decay, qkv_real *restrict p, const qkv_real *restrict g,
-                       qkv_real *restrict m, qkv_real *restrict v, int64_t n) {
-    const bool adamw = r->kind == QKV_OPTIM_ADAMW;
-    const qkv_real l2 = (!adamw && decay) ? r->wd : 0;
-    const qkv_real keep = (adamw && decay) ? r->decay_factor : 1;
-    const bool lerp_low = r->w1 < (qkv_real)0.5;
-    if (lerp_low && l2 == 0)
-        adam_common(r, keep, p, g, m, v, n);
-    else
-        adam_elems(r, lerp_low, l2, keep, p, g, m, v, n);
 }
 
 static int64_t offset_of(const qkv_params *p, const qkv_real *base, int64_t k) {
@@ -168,6 +94,11 @@ static qkv_status check_config(const qkv_optim_config *c, int64_t step, double l
 }
 
 qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step, double lr) {
+    return qkv__optim_step(qkv__backend_of(QKV_KERNELS_FAST)->optim, p, c, step, lr);
+}
+
+qkv_status qkv__optim_step(const qkv_optim_kernels *kern, qkv_params *p, const qkv_optim_config *c, int64_t step,
+                           double lr) {
     if (!p || !c) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_optim_step: NULL argument");
     qkv_real *P = qkv_params_block(p, QKV_BLOCK_DATA), *G = qkv_params_block(p, QKV_BLOCK_GRAD);
     qkv_real *M = qkv_params_block(p, QKV_BLOCK_M), *V = qkv_params_block(p, QKV_BLOCK_V);
@@ -175,7 +106,7 @@ qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step
     qkv_status st = check_config(c, step, lr);
     if (st != QKV_OK) return st;
 
-    rule r = {.kind = c->kind,
+    qkv_optim_rule r = {.kind = c->kind,
               .lr = (qkv_real)lr,
               .momentum = (qkv_real)c->momentum,
               .wd = (qkv_real)c->weight_decay,
@@ -203,10 +134,7 @@ qkv_status qkv_optim_step(qkv_params *p, const qkv_optim_config *c, int64_t step
             int64_t end = offset_of(p, P, k) + qkv_tensor_numel(t);
             int64_t e = end < hi ? end : hi;
             bool decay = !(t->flags & QKV_NO_DECAY);
-            if (r.kind == QKV_OPTIM_SGD)
-                sgd_range(&r, decay, P + lo, G + lo, M + lo, e - lo);
-            else
-                adam_range(&r, decay, P + lo, G + lo, M + lo, V + lo, e - lo);
+            kern->update(&r, decay, P + lo, G + lo, M + lo, V + lo, e - lo);
             lo = e;
         }
     }

@@ -7,6 +7,7 @@
  * Dims: B batch, S source length, T target length, V vocabulary, H heads.
  */
 #include "trainer_internal.h"
+#include "../kernels/backend.h"
 #include "qkv/qkv_registry.h"
 
 #include <math.h>
@@ -356,7 +357,7 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
     }
     if (++t->accumulated == t->cfg.accum_steps) {
         t->accumulated = 0;
-        s.grad_norm = qkv__clip_grad_norm_finite(p, t->cfg.clip_norm);
+        s.grad_norm = qkv__clip_grad_norm_finite(ctx->backend->optim, p, t->cfg.clip_norm);
         if (!isfinite(s.grad_norm)) {
             int64_t e = 0;
             const int64_t k = first_nonfinite(p, qkv_params_block(p, QKV_BLOCK_GRAD), &e);
@@ -370,7 +371,7 @@ qkv_status qkv_trainer_step(qkv_trainer *t, const qkv_train_batch *b, qkv_step_s
                              (long long)(t->steps + 1), nonfinite_name(s.grad_norm), where);
         }
         s.lr = qkv_lr_at(&t->cfg.schedule, t->steps + 1);
-        st = qkv_optim_step(p, &t->cfg.optim, t->steps + 1, s.lr);
+        st = qkv__optim_step(ctx->backend->optim, p, &t->cfg.optim, t->steps + 1, s.lr);
         if (st) return st;
         t->steps++;
         qkv__ema_update(t);

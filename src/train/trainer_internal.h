@@ -5,6 +5,8 @@
 #include "../core/internal.h"
 #include "qkv/qkv_train.h"
 
+struct qkv_optim_kernels; /* kernels/optim.h */
+
 struct qkv_trainer {
     qkv_model *model;
     qkv_train_config cfg;
@@ -20,7 +22,11 @@ bool qkv__trainer_nonfinite(const qkv_trainer *t, char *what, size_t size);
 
 /* clip.c: qkv_clip_grad_norm, but a non-finite norm leaves the gradients unscaled (so the
  * trainer can still find the parameter whose gradient is not finite). */
-double qkv__clip_grad_norm_finite(qkv_params *p, double max_norm);
+double qkv__clip_grad_norm_finite(const struct qkv_optim_kernels *kern, qkv_params *p, double max_norm);
+
+/* optim.c: qkv_optim_step with the given optimiser kernels (the context's backend). */
+qkv_status qkv__optim_step(const struct qkv_optim_kernels *kern, qkv_params *p, const qkv_optim_config *c,
+                           int64_t step, double lr);
 
 /* ema.c */
 double qkv__ema_decay_at(double decay, int64_t step);

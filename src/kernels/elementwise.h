@@ -36,7 +36,10 @@ typedef struct qkv_elementwise_kernels {
      * 0 + that, the bits of zeroing dx first and accumulating */
     void (*relu_dropout_bwd)(int64_t n, qkv_real scale, const qkv_real *y, const qkv_real *dy, qkv_real *dx,
                              bool accumulate);
-    double (*sum)(int64_t n, const qkv_real *x);
+    /* y[0] = (qkv_real)(factor * sum_i x_i), the sum in double (qkv_sum: factor 1; qkv_mean: 1/n) */
+    void (*sum)(int64_t n, const qkv_real *x, double factor, qkv_real *y);
+    /* dx[i] += (qkv_real)(dy[0] factor): the backward of sum and mean (dy the scalar's gradient) */
+    void (*sum_bwd)(int64_t n, const qkv_real *dy, double factor, qkv_real *dx);
     /* y (=|+=) s * x: scale's forward (accumulate false) and backward (accumulate true) */
     void (*scale)(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate);
 } qkv_elementwise_kernels;

@@ -304,7 +304,7 @@ static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const
     }
 }
 
-static double sum(int64_t n, const qkv_real *x) {
+static double sum_of(int64_t n, const qkv_real *x) {
     const int64_t chunks = (n + QKV_CHUNK - 1) / QKV_CHUNK;
     double partial_stack[64], *partial = chunks <= 64 ? partial_stack : malloc(sizeof(double) * (size_t)chunks);
     if (!partial) { /* no memory for partials: the serial loop gives the same chunked order */
@@ -330,6 +330,18 @@ static double sum(int64_t n, const qkv_real *x) {
     return s;
 }
 
+static void sum(int64_t n, const qkv_real *x, double factor, qkv_real *y) {
+    y[0] = (qkv_real)(sum_of(n, x) * factor);
+}
+
+static void sum_bwd(int64_t n, const qkv_real *dy, double factor, qkv_real *dx) {
+    const qkv_real g = (qkv_real)((double)dy[0] * factor);
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > QKV_CHUNK)
+#endif
+    for (int64_t i = 0; i < n; i++) dx[i] += g;
+}
+
 /* y = s x, or y += s x when accumulate, over n elements; y distinct from x. */
 QKV_CLONES
 static void scale_chunk(int64_t n, qkv_real s, const qkv_real *restrict x, qkv_real *restrict y,
@@ -353,4 +365,4 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
 }
 
 const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
-                                                     relu_dropout_bwd, sum,       scale};
+                                                     relu_dropout_bwd, sum,       sum_bwd,    scale};

@@ -55,10 +55,15 @@ static void relu_dropout_bwd(int64_t n, qkv_real scale, const qkv_real *y, const
     }
 }
 
-static double sum(int64_t n, const qkv_real *x) {
+static void sum(int64_t n, const qkv_real *x, double factor, qkv_real *y) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += x[i];
-    return s;
+    y[0] = (qkv_real)(s * factor);
+}
+
+static void sum_bwd(int64_t n, const qkv_real *dy, double factor, qkv_real *dx) {
+    const qkv_real g = (qkv_real)((double)dy[0] * factor);
+    for (int64_t i = 0; i < n; i++) dx[i] += g;
 }
 
 static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate) {
@@ -66,4 +71,4 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
 }
 
 const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
-                                                     relu_dropout_bwd, sum,       scale};
+                                                     relu_dropout_bwd, sum,       sum_bwd,    scale};

@@ -13,7 +13,7 @@
 #define LOSS_GRAIN 16384 /* elements below which a loop stays on one thread */
 
 static void ce_fwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
-                   double eps, double *lse, double *row_loss) {
+                   double eps, double *lse, double *row_loss, int64_t n_valid, qkv_real *loss) {
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (N * V > LOSS_GRAIN)
 #endif
@@ -23,11 +23,12 @@ static void ce_fwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, in
         const qkv_real *xr = x + r * V;
         const qkv_real m = qkv__row_max(xr, V);
         const double l = (double)m + log(qkv__row_sum_exp(xr, m, V));
-        double loss = (1 - eps) * (l - (double)xr[t[r]]);
-        if (eps > 0) loss += eps * (l - qkv__row_sum(xr, V) / (double)V);
+        double row = (1 - eps) * (l - (double)xr[t[r]]);
+        if (eps > 0) row += eps * (l - qkv__row_sum(xr, V) / (double)V);
         lse[r] = l;
-        row_loss[r] = loss;
+        row_loss[r] = row;
     }
+    loss[0] = qkv__ce_mean(row_loss, N, n_valid);
 }
 
 /* dx[v] += scale (exp(x[v] - lse) - eps / V) over one row (the target's -scale (1 - eps) is
@@ -38,7 +39,8 @@ QKV_ROW_INLINE void ce_bwd_row(int64_t V, const qkv_real *restrict x, double lse
 }
 
 static void ce_bwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
-                   double eps, const double *lse, double scale, qkv_real *dx) {
+                   double eps, const double *lse, const qkv_real *dloss, int64_t n_valid, qkv_real *dx) {
+    const double scale = (double)dloss[0] / (double)n_valid;
     const qkv_real sc = (qkv_real)scale, smooth = (qkv_real)(eps / (double)V);
 #ifdef QKV_WITH_OPENMP
 #pragma omp parallel for schedule(static) if (N * V > LOSS_GRAIN)

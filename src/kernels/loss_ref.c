@@ -4,7 +4,7 @@
 #include <math.h>
 
 static void ce_fwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
-                   double eps, double *lse, double *row_loss) {
+                   double eps, double *lse, double *row_loss, int64_t n_valid, qkv_real *loss) {
     for (int64_t r = 0; r < N; r++) {
         lse[r] = row_loss[r] = 0;
         if (t[r] == ignore) continue;
@@ -21,10 +21,12 @@ static void ce_fwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, in
         row_loss[r] = (1 - eps) * (lse[r] - xr[t[r]]);
         if (eps > 0) row_loss[r] += eps * (lse[r] - sx / (double)V);
     }
+    loss[0] = qkv__ce_mean(row_loss, N, n_valid);
 }
 
 static void ce_bwd(int64_t N, int64_t V, const qkv_real *x, const int32_t *t, int32_t ignore,
-                   double eps, const double *lse, double scale, qkv_real *dx) {
+                   double eps, const double *lse, const qkv_real *dloss, int64_t n_valid, qkv_real *dx) {
+    const double scale = (double)dloss[0] / (double)n_valid;
     for (int64_t r = 0; r < N; r++) {
         if (t[r] == ignore) continue;
         for (int64_t v = 0; v < V; v++) {

@@ -283,9 +283,8 @@ qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, do
 
 static void sum_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_real *dx = qkv__grad(ctx, e->in[0]);
-    if (!dx) return;
-    const qkv_real g = (qkv_real)(((const qkv_real *)e->out->grad)[0] * e->f[0]); /* f[0]: 1 or 1/n */
-    for (int64_t i = 0, n = qkv_tensor_numel(e->in[0]); i < n; i++) dx[i] += g;
+    if (!dx) return; /* f[0]: 1 or 1/n */
+    ctx->backend->elementwise->sum_bwd(qkv_tensor_numel(e->in[0]), (const qkv_real *)e->out->grad, e->f[0], dx);
 }
 
 static const qkv_op_desc sum_op = {"sum", sum_backward};
@@ -300,7 +299,7 @@ static qkv_tensor *reduce(qkv_ctx *ctx, qkv_tensor *x, bool mean) {
     if (!y) return NULL;
     const int64_t n = qkv_tensor_numel(x);
     const double factor = mean ? (n ? 1.0 / (double)n : 0.0) : 1.0;
-    qkv__data(y)[0] = (qkv_real)(ctx->backend->elementwise->sum(n, qkv__data(x)) * factor);
+    ctx->backend->elementwise->sum(n, qkv__data(x), factor, qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, mean ? &mean_op : &sum_op, y, 1, &x);
     if (e) e->f[0] = factor;
     return y;

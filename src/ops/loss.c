@@ -22,10 +22,8 @@ static void cross_entropy_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const int64_t n_valid = e->i[1];
     if (!dx || n_valid == 0) return;
     const qkv_tensor *x = e->in[0];
-    const double scale = (double)((const qkv_real *)e->out->grad)[0] / (double)n_valid;
-    ctx->backend->loss->ce_bwd(x->shape[0], x->shape[1], qkv__data(x),
-                                      qkv__idata(e->saved[0]), (int32_t)e->i[0], e->f[0],
-                                      (const double *)e->saved[1]->data, scale, dx);
+    ctx->backend->loss->ce_bwd(x->shape[0], x->shape[1], qkv__data(x), qkv__idata(e->saved[0]), (int32_t)e->i[0],
+                               e->f[0], (const double *)e->saved[1]->data, (const qkv_real *)e->out->grad, n_valid, dx);
 }
 
 static const qkv_op_desc cross_entropy_op = {"cross_entropy", cross_entropy_backward};
@@ -69,12 +67,8 @@ qkv_tensor *qkv_cross_entropy(qkv_ctx *ctx, qkv_tensor *logits, qkv_tensor *targ
     qkv_tensor *lse = qkv__alloc(ctx, QKV_F64, 1, &N);     /* (N) */
     double *row_loss = qkv__scratch(ctx, sizeof(double) * (size_t)(N ? N : 1));
     if (!loss || !lse || !row_loss) return NULL;
-    ctx->backend->loss->ce_fwd(N, V, qkv__data(logits), t, ignore_index, label_smoothing,
-                                      (double *)lse->data, row_loss);
-    double total = 0; /* rows in order: the same sum for every kernel set and thread count */
-    for (int64_t r = 0; r < N; r++)
-        total += row_loss[r];
-    qkv__data(loss)[0] = (qkv_real)(n_valid ? total / (double)n_valid : 0.0);
+    ctx->backend->loss->ce_fwd(N, V, qkv__data(logits), t, ignore_index, label_smoothing, (double *)lse->data, row_loss,
+                               n_valid, qkv__data(loss));
     qkv_tape_entry *e = qkv__record(ctx, &cross_entropy_op, loss, 1, &logits);
     if (e) {
         e->saved[0] = targets;

@@ -42,6 +42,13 @@ typedef struct qkv_elementwise_kernels {
     void (*sum_bwd)(int64_t n, const qkv_real *dy, double factor, qkv_real *dx);
     /* y (=|+=) s * x: scale's forward (accumulate false) and backward (accumulate true) */
     void (*scale)(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool accumulate);
+    /* y[i] = v */
+    void (*fill)(int64_t n, qkv_real v, qkv_real *y);
+    /* y (N, O): every row = b (O): a linear layer's bias before the product adds into it */
+    void (*broadcast_rows)(int64_t N, int64_t O, const qkv_real *b, qkv_real *y);
+    /* db (O) += sum over the N rows of dy (N, O), each column summed in row order (the bias
+     * gradient; the same bits for any thread count) */
+    void (*sum_rows)(int64_t N, int64_t O, const qkv_real *dy, qkv_real *db);
 } qkv_elementwise_kernels;
 
 extern const qkv_elementwise_kernels qkv_elementwise_ref;

@@ -9,8 +9,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define QKV_CHUNK 4096
+#define BIAS_BLOCK 64                 /* columns of the bias gradient per OpenMP task */
+#define BIAS_GRAIN ((int64_t)1 << 16) /* below this many elements, the bias kernels stay on one thread */
 
 /* Chunks of QKV_CHUNK elements over the threads: for (c) body(first, len). */
 #ifdef QKV_WITH_OPENMP
@@ -364,5 +367,47 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
     FOR_CHUNKS(n, 4 * QKV_CHUNK, first, len, scale_chunk(len, s, x + first, y + first, accumulate));
 }
 
-const qkv_elementwise_kernels qkv_elementwise_cpu = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
-                                                     relu_dropout_bwd, sum,       sum_bwd,    scale};
+static void fill(int64_t n, qkv_real v, qkv_real *y) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > 4 * QKV_CHUNK)
+#endif
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+}
+
+/* Rows spread over the threads. */
+static void broadcast_rows(int64_t N, int64_t O, const qkv_real *b, qkv_real *y) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * O > BIAS_GRAIN)
+#endif
+    for (int64_t r = 0; r < N; r++) memcpy(y + r * O, b, sizeof(qkv_real) * (size_t)O);
+}
+
+/* db[o] += sum_r dy[r, o] over columns [o0, o0 + n): rows outer, columns inner (vectorises); each
+ * column still adds its rows in row order. */
+static void sum_rows_block(int64_t N, int64_t O, int64_t o0, int64_t n, const qkv_real *restrict dy,
+                           qkv_real *restrict db) {
+    for (int64_t r = 0; r < N; r++) {
+        const qkv_real *row = dy + r * O + o0;
+        if (n == BIAS_BLOCK)
+            for (int64_t o = 0; o < BIAS_BLOCK; o++) db[o0 + o] += row[o];
+        else
+            for (int64_t o = 0; o < n; o++) db[o0 + o] += row[o];
+    }
+}
+
+/* Column blocks of BIAS_BLOCK, one per OpenMP task. */
+static void sum_rows(int64_t N, int64_t O, const qkv_real *dy, qkv_real *db) {
+    const int64_t blocks = (O + BIAS_BLOCK - 1) / BIAS_BLOCK;
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (N * O > BIAS_GRAIN && blocks > 1)
+#endif
+    for (int64_t k = 0; k < blocks; k++) {
+        const int64_t o0 = k * BIAS_BLOCK;
+        sum_rows_block(N, O, o0, O - o0 < BIAS_BLOCK ? O - o0 : BIAS_BLOCK, dy, db);
+    }
+}
+
+const qkv_elementwise_kernels qkv_elementwise_cpu = {
+    unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, relu_dropout_bwd, sum, sum_bwd, scale, fill, broadcast_rows,
+    sum_rows};
+

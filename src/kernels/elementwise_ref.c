@@ -70,5 +70,20 @@ static void scale(int64_t n, qkv_real s, const qkv_real *x, qkv_real *y, bool ac
     for (int64_t i = 0; i < n; i++) y[i] = accumulate ? y[i] + s * x[i] : s * x[i];
 }
 
-const qkv_elementwise_kernels qkv_elementwise_ref = {unary_fwd,        unary_bwd, binary_fwd, binary_bwd, dropout,
-                                                     relu_dropout_bwd, sum,       sum_bwd,    scale};
+static void fill(int64_t n, qkv_real v, qkv_real *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+}
+
+static void broadcast_rows(int64_t N, int64_t O, const qkv_real *b, qkv_real *y) {
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t o = 0; o < O; o++) y[r * O + o] = b[o];
+}
+
+static void sum_rows(int64_t N, int64_t O, const qkv_real *dy, qkv_real *db) {
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t r = 0; r < N; r++) db[o] += dy[r * O + o];
+}
+
+const qkv_elementwise_kernels qkv_elementwise_ref = {
+    unary_fwd, unary_bwd, binary_fwd, binary_bwd, dropout, relu_dropout_bwd, sum, sum_bwd, scale, fill, broadcast_rows,
+    sum_rows};

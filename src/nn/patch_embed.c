@@ -109,9 +109,6 @@ qkv_tensor *qkv__image_pool(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *h) {
         return qkv_reshape(ctx, cls, 2, (int64_t[]){B, C});
     }
     /* mean over the patches: (B, 1, N) weights 1/N times h (B, N, C) */
-    qkv_tensor *w = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){B, 1, L});
-    if (!w) return NULL;
-    for (int64_t i = 0; i < B * L; i++)
-        qkv__data(w)[i] = (qkv_real)(1.0 / (double)L);
+    qkv_tensor *w = qkv_full(ctx, 3, (int64_t[]){B, 1, L}, 1.0 / (double)L);
     return qkv_reshape(ctx, qkv_matmul(ctx, w, h, false, false), 2, (int64_t[]){B, C});
 }

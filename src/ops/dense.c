@@ -27,42 +27,6 @@ static bool fits_blas(qkv_ctx *ctx, const char *op, int64_t a, int64_t b, int64_
 
 /* ---- linear --------------------------------------------------------------------------------- */
 
-/* Column blocks of the bias, one per OpenMP task; each element sums its column over the rows in
- * row order, so the result is the same for any thread count. */
-#define BIAS_BLOCK 64
-#define BIAS_GRAIN ((int64_t)1 << 16) /* below this many elements of dy, stay on one thread */
-
-/* db[o] += sum_r dy[r, o] over columns [o0, o0 + n): rows outer, columns inner (vectorises) */
-static void bias_grad_block(int64_t N, int64_t O, int64_t o0, int64_t n, const qkv_real *restrict dy,
-                            qkv_real *restrict db) {
-    for (int64_t r = 0; r < N; r++) {
-        const qkv_real *row = dy + r * O + o0;
-        if (n == BIAS_BLOCK)
-            for (int64_t o = 0; o < BIAS_BLOCK; o++) db[o0 + o] += row[o];
-        else
-            for (int64_t o = 0; o < n; o++) db[o0 + o] += row[o];
-    }
-}
-
-static void bias_grad(int64_t N, int64_t O, const qkv_real *dy, qkv_real *db) {
-    const int64_t blocks = (O + BIAS_BLOCK - 1) / BIAS_BLOCK;
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (N * O > BIAS_GRAIN && blocks > 1)
-#endif
-    for (int64_t k = 0; k < blocks; k++) {
-        const int64_t o0 = k * BIAS_BLOCK;
-        bias_grad_block(N, O, o0, O - o0 < BIAS_BLOCK ? O - o0 : BIAS_BLOCK, dy, db);
-    }
-}
-
-/* y[r, :] = b for every row, the rows spread over the threads. */
-static void bias_rows(int64_t N, int64_t O, const qkv_real *b, qkv_real *y) {
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (N * O > BIAS_GRAIN)
-#endif
-    for (int64_t r = 0; r < N; r++) memcpy(y + r * O, b, sizeof(qkv_real) * (size_t)O);
-}
-
 void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b, const qkv_real *dy) {
     const int64_t N = qkv__rows(x), I = qkv__last(x), O = w->shape[0];
     gemm_fn gemm = pick_gemm(ctx);
@@ -72,7 +36,7 @@ void qkv__linear_grads(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *w, qkv_tensor *b
     qkv_real *dw = qkv__grad(ctx, w);
     if (dw) gemm(true, false, O, I, N, 1, dy, O, qkv__data(x), I, 1, dw, I); /* (O,N)(N,I) */
     qkv_real *db = qkv__grad(ctx, b);
-    if (db) bias_grad(N, O, dy, db);
+    if (db) ctx->backend->elementwise->sum_rows(N, O, dy, db);
 }
 
 static void linear_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
@@ -111,7 +75,7 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
     if (!y) return NULL;
     qkv_real *yd = qkv__data(y);
     if (ctx->backend->measure_only) { /* a session's arena measure run (backend.h): zeros, no product */
-        memset(yd, 0, sizeof(qkv_real) * (size_t)(N * O));
+        ctx->backend->elementwise->fill(N * O, 0, yd);
         return y;
     }
     /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
@@ -125,7 +89,7 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         ctx->backend->linear_bias(N, O, I, qkv__data(*x), I, qkv__data(*weight), I, qkv__data(*bias), yd,
                           O))
         return y;
-    if (*bias) bias_rows(N, O, qkv__data(*bias), yd);
+    if (*bias) ctx->backend->elementwise->broadcast_rows(N, O, qkv__data(*bias), yd);
     pick_gemm(ctx)(false, true, N, O, I, 1, qkv__data(*x), I, qkv__data(*weight), I, *bias ? 1 : 0, yd, O);
     return y;
 }

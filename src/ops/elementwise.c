@@ -243,7 +243,7 @@ qkv_tensor *qkv_add_dropout(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, double p
     if (!y) return NULL;
     const int64_t n = qkv_tensor_numel(x);
     const uint64_t stream = qkv__next_stream(ctx);
-    memcpy(qkv__data(y), qkv__data(x), sizeof(qkv_real) * (size_t)n);
+    ctx->backend->elementwise->scale(n, 1, qkv__data(x), qkv__data(y), false); /* y = x */
     /* y += keep ? f / (1 - p) : 0, i.e. x + dropout(f) with the same rounding */
     ctx->backend->elementwise->dropout(n, p, ctx->seed, ctx->step, stream, false, qkv__data(f), qkv__data(y),
                                               true);
@@ -276,6 +276,15 @@ qkv_tensor *qkv__add_dropout_over(qkv_ctx *ctx, qkv_tensor *x, qkv_tensor *f, do
     ew->scale(n, 1, qkv__data(x), qkv__data(y), true);
     qkv_tape_entry *e = qkv__record(ctx, &add_dropout_op, y, 2, (qkv_tensor *[]){x, f});
     save_dropout(e, ctx, p, stream);
+    return y;
+}
+
+qkv_tensor *qkv_full(qkv_ctx *ctx, int ndim, const int64_t *shape, double value) {
+    if (!qkv__op_begin(ctx, "full", __FILE__, __LINE__, 0, NULL)) return NULL;
+    if (ndim > 0 && !shape) return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "full: NULL shape for %d dims", ndim);
+    qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, ndim, shape); /* checks ndim and the dims */
+    if (!y) return NULL;
+    ctx->backend->elementwise->fill(qkv_tensor_numel(y), (qkv_real)value, qkv__data(y));
     return y;
 }
 

@@ -111,13 +111,13 @@ static void weights_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     const qkv_elementwise_kernels *ew = ctx->backend->elementwise;
     if (dq || dk) {
         /* dA' = dO V^T, summed into zeros as the composition's gradient buffer is */
-        memset(y, 0, sizeof(qkv_real) * (size_t)n);
+        ew->fill(n, 0, y);
         head_products(ctx, false, true, B, H, T, S, w->Dv, dout, lo, qkv__data(v), w->lv, 1, y, la);
         if (drop) { /* dA = z dA' */
-            memset(z, 0, sizeof(qkv_real) * (size_t)n);
+            ew->fill(n, 0, z);
             ew->dropout(n, w->p, w->seed, w->step, w->stream, false, y, z, true);
         }
-        memset(x, 0, sizeof(qkv_real) * (size_t)n); /* dE (a' is no longer needed) */
+        ew->fill(n, 0, x); /* dE (a' is no longer needed) */
         ctx->backend->attention->normalize_bwd(&wd, QKV_NORM_SOFTMAX,
                                                       w->has_mask ? &w->mask : NULL, a, a, NULL,
                                                       z, x);

@@ -13,6 +13,9 @@ QKV_API qkv_tensor *qkv_add(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b);
 QKV_API qkv_tensor *qkv_mul(qkv_ctx *ctx, qkv_tensor *a, qkv_tensor *b);
 /* s * x */
 QKV_API qkv_tensor *qkv_scale(qkv_ctx *ctx, qkv_tensor *x, double s);
+/* A tensor of the given shape (ndim 0 .. QKV_MAX_DIMS) with every element `value` (rounded to
+ * qkv_real once): a constant, no gradient. */
+QKV_API qkv_tensor *qkv_full(qkv_ctx *ctx, int ndim, const int64_t *shape, double value);
 
 QKV_API qkv_tensor *qkv_relu(qkv_ctx *ctx, qkv_tensor *x);
 typedef enum qkv_gelu_kind {

@@ -15,6 +15,7 @@ const qkv_backend qkv_backend_cpu = {
     .embedding = &qkv_embedding_cpu,
     .posenc = &qkv_posenc_cpu,
     .optim = &qkv_optim_cpu,
+    .layout = &qkv_layout_cpu,
     .gemm = qkv_gemm,
     .gemm_batched = qkv_gemm_batched,
     .gemm_batched2 = qkv__gemm_batched2,
@@ -36,6 +37,7 @@ const qkv_backend qkv_backend_ref = {
     .embedding = &qkv_embedding_ref,
     .posenc = &qkv_posenc_ref,
     .optim = &qkv_optim_ref,
+    .layout = &qkv_layout_ref,
     .gemm = qkv_gemm_ref,
 };
 

@@ -16,6 +16,7 @@
 #include "attention.h"
 #include "elementwise.h"
 #include "embedding.h"
+#include "layout.h"
 #include "loss.h"
 #include "norm.h"
 #include "optim.h"
@@ -36,6 +37,7 @@ typedef struct qkv_backend {
     const qkv_embedding_kernels *embedding;
     const qkv_posenc_kernels *posenc;
     const qkv_optim_kernels *optim; /* the training step's arithmetic on the parameter blocks */
+    const qkv_layout_kernels *layout; /* copies between strided views and their scatter-add */
     /* C = alpha op(A) op(B) + beta C, row-major (qkv_gemm's contract) */
     void (*gemm)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, qkv_real alpha, const qkv_real *a,
                  int64_t lda, const qkv_real *b, int64_t ldb, qkv_real beta, qkv_real *c, int64_t ldc);

@@ -54,18 +54,14 @@ static bool check_cache(qkv_ctx *ctx, const qkv_mha *m, const char *op, const qk
     return true;
 }
 
-/* cache[n, h, at + t, :] = src[n, h, t, :] for src (N, H, T, D) with a contiguous last dim. */
-static void write_rows(const qkv_tensor *src, qkv_tensor *cache, int64_t at) {
-    const int64_t N = src->shape[0], H = src->shape[1], T = src->shape[2], D = src->shape[3];
-    const qkv_real *s = qkv__data(src);
-    qkv_real *c = qkv__data(cache);
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t t = 0; t < T; t++)
-                memcpy(c + n * cache->stride[0] + h * cache->stride[1] +
-                           (at + t) * cache->stride[2],
-                       s + n * src->stride[0] + h * src->stride[1] + t * src->stride[2],
-                       sizeof(qkv_real) * (size_t)D);
+/* cache[n, h, at + t, :] = src[n, h, t, :] for src (N, H, T, D): a copy between two views (the
+ * backend's layout kernels). */
+static void write_rows(qkv_ctx *ctx, const qkv_tensor *src, qkv_tensor *cache, int64_t at) {
+    const qkv_view4 from = qkv__view4(src);
+    qkv_view4 into = qkv__view4(cache);
+    into.shape[0] = from.shape[0], into.shape[2] = from.shape[2]; /* rows n < N, positions at .. at + T - 1 */
+    ctx->backend->layout->copy(sizeof(qkv_real), qkv__data(src), &from, qkv__data(cache) + at * cache->stride[2],
+                               &into);
 }
 
 /* The new keys or values (N, H, T, D) with a unit last stride (views of the projection are; a
@@ -153,8 +149,8 @@ qkv_status qkv_mha_cache_memory(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *memo
     kv[0] = unit_last_stride(ctx, kv[0]);
     kv[1] = unit_last_stride(ctx, kv[1]);
     if (ctx->status) return ctx->status;
-    write_rows(kv[0], cache_k, 0);
-    write_rows(kv[1], cache_v, 0);
+    write_rows(ctx, kv[0], cache_k, 0);
+    write_rows(ctx, kv[1], cache_v, 0);
     return QKV_OK;
 }
 
@@ -268,8 +264,8 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
         kv[0] = unit_last_stride(ctx, kv[0]);
         kv[1] = unit_last_stride(ctx, kv[1]);
         if (ctx->status) return NULL;
-        write_rows(kv[0], cache_k, t0);
-        write_rows(kv[1], cache_v, t0);
+        write_rows(ctx, kv[0], cache_k, t0);
+        write_rows(ctx, kv[1], cache_v, t0);
     }
     qkv_tensor *o =
         attend_in_place(ctx, m, q, cache_k, cache_v, kv_rows, self_rows, S, &mk, weights_out);

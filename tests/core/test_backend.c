@@ -15,7 +15,7 @@ TEST(backend_tables_fill_every_required_entry) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
         const qkv_backend *b = all[i];
         CHECK(b->name && b->name[0] && b->elementwise && b->norm && b->softmax && b->attention && b->sdpa &&
-              b->loss && b->embedding && b->posenc && b->optim && b->gemm);
+              b->loss && b->embedding && b->posenc && b->optim && b->layout && b->gemm);
         CHECK(qkv__backend_of(b->kind) == b);
     }
     CHECK(strcmp(qkv_backend_cpu.name, qkv_backend_ref.name) != 0);

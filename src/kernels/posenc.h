@@ -61,7 +61,22 @@ typedef struct qkv_posenc_kernels {
     void (*shaw_values_bwd)(const qkv_shaw_geom *g, const qkv_real *a, const qkv_real *rel_v,
                             const qkv_real *dout, qkv_real *da, qkv_real *drel_v,
                             qkv_real *scratch);
+    /* The fixed position tables (no input tensor; one implementation, posenc_tables.c, in both
+     * tables: they write the values of their definitions, with libm's sin, cos, exp and pow):
+     *   alibi   bias (H, T, S) = -m_h |p - j| with p = offset + i (+0 on the diagonal); m the
+     *           H slopes (qkv_alibi_slopes)
+     *   sinusoidal   pe (T, C): pe[t, 2k] = sin(p w_k), pe[t, 2k + 1] = cos(p w_k),
+     *           p = offset + t, w_k = exp(-2k ln(10000) / C)
+     *   sincos_2d    pe (rows cols, C), C = 4Q: sin / cos of the row, then of the column, times
+     *           w_k = 10000^(-k / Q) */
+    void (*alibi)(int64_t H, int64_t T, int64_t S, int64_t offset, const qkv_real *m, qkv_real *bias);
+    void (*sinusoidal)(int64_t T, int64_t C, int64_t offset, qkv_real *pe);
+    void (*sincos_2d)(int64_t rows, int64_t cols, int64_t C, qkv_real *pe);
 } qkv_posenc_kernels;
+
+void qkv__alibi_table(int64_t H, int64_t T, int64_t S, int64_t offset, const qkv_real *m, qkv_real *bias);
+void qkv__sinusoidal_table(int64_t T, int64_t C, int64_t offset, qkv_real *pe);
+void qkv__sincos_2d_table(int64_t rows, int64_t cols, int64_t C, qkv_real *pe);
 
 extern const qkv_posenc_kernels qkv_posenc_ref;
 extern const qkv_posenc_kernels qkv_posenc_cpu;

@@ -126,4 +126,5 @@ static void shaw_values_bwd(const qkv_shaw_geom *g, const qkv_real *a, const qkv
 }
 
 const qkv_posenc_kernels qkv_posenc_ref = {
-    rope, t5_fwd, t5_bwd, shaw_scores_fwd, shaw_scores_bwd, shaw_values_fwd, shaw_values_bwd};
+    rope,           t5_fwd, t5_bwd, shaw_scores_fwd, shaw_scores_bwd, shaw_values_fwd, shaw_values_bwd,
+    qkv__alibi_table, qkv__sinusoidal_table, qkv__sincos_2d_table};

@@ -17,6 +17,7 @@
  * A constant: nothing is recorded and the output never requires a gradient.
  */
 #include "../core/internal.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -48,16 +49,7 @@ qkv_tensor *qkv_alibi_bias_at(qkv_ctx *ctx, int64_t H, int64_t T, int64_t S, int
     qkv_real *m = qkv__scratch(ctx, sizeof(qkv_real) * (size_t)H);
     if (!bias || !m) return NULL;
     qkv_alibi_slopes(H, m);
-    qkv_real *out = qkv__data(bias);
-    for (int64_t h = 0; h < H; h++)
-        for (int64_t i = 0; i < T; i++) {
-            qkv_real *row = out + (h * T + i) * S;
-            const int64_t p = query_offset + i;
-            for (int64_t j = 0; j < S; j++) { /* -m |p - j|, and +0 (not -0) on the diagonal */
-                const int64_t dist = p > j ? p - j : j - p;
-                row[j] = dist ? (qkv_real)(-(double)m[h] * (double)dist) : 0;
-            }
-        }
+    ctx->backend->posenc->alibi(H, T, S, query_offset, m, qkv__data(bias));
     return bias;
 }
 

@@ -11,6 +11,7 @@
  * table: nothing is recorded and the output never requires a gradient.
  */
 #include "../core/internal.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -27,18 +28,6 @@ qkv_tensor *qkv_sincos_2d_pe(qkv_ctx *ctx, int64_t rows, int64_t cols, int64_t C
                         (long long)C);
     qkv_tensor *pe = qkv__alloc(ctx, QKV_REAL, 2, (int64_t[]){rows * cols, C}); /* (N, C) */
     if (!pe) return NULL;
-    const int64_t Q = C / 4;
-    qkv_real *out = qkv__data(pe);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            qkv_real *row = out + (r * cols + c) * C;
-            for (int64_t k = 0; k < Q; k++) {
-                const double w = 1.0 / pow(10000.0, (double)k / (double)Q);
-                row[k] = (qkv_real)sin((double)r * w);
-                row[Q + k] = (qkv_real)cos((double)r * w);
-                row[2 * Q + k] = (qkv_real)sin((double)c * w);
-                row[3 * Q + k] = (qkv_real)cos((double)c * w);
-            }
-        }
+    ctx->backend->posenc->sincos_2d(rows, cols, C, qkv__data(pe));
     return pe;
 }

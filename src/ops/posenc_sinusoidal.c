@@ -9,6 +9,7 @@
  * token embeddings (usually after scaling them by sqrt(C)).
  */
 #include "../core/internal.h"
+#include "../kernels/backend.h"
 
 #include <math.h>
 
@@ -22,16 +23,6 @@ qkv_tensor *qkv_sinusoidal_pe(qkv_ctx *ctx, int64_t T, int64_t C, int64_t offset
                         (long long)T, (long long)C, (long long)offset);
     qkv_tensor *pe = qkv__alloc(ctx, QKV_REAL, 2, (int64_t[]){T, C}); /* (T, C) */
     if (!pe) return NULL;
-    qkv_real *out = qkv__data(pe);
-    const double log_step = -log(10000.0) / (double)C;
-    for (int64_t t = 0; t < T; t++) {
-        const double p = (double)(offset + t);
-        qkv_real *row = out + t * C;
-        for (int64_t c = 0; c < C; c += 2) {
-            const double angle = p * exp((double)c * log_step);
-            row[c] = (qkv_real)sin(angle);
-            if (c + 1 < C) row[c + 1] = (qkv_real)cos(angle);
-        }
-    }
+    ctx->backend->posenc->sinusoidal(T, C, offset, qkv__data(pe));
     return pe;
 }

@@ -21,12 +21,39 @@ typedef struct qkv_view4 {
     int64_t stride[4];
 } qkv_view4;
 
+/* The windows of qkv_image_windows (src/ops/image_windows.c has the math): pixels (B, H, W, Ch),
+ * a Hp x Wp grid of P x P patches, each token the K x K window centred on its patch (pad on every
+ * side, zeros outside the image), D = K K Ch values per token. */
+typedef struct qkv_windows_geom {
+    int64_t B, H, W, Ch, P, K, pad, Hp, Wp, D;
+} qkv_windows_geom;
+
 typedef struct qkv_layout_kernels {
     /* dst[d] = src[s] for every index, es bytes per element (any dtype) */
     void (*copy)(size_t es, const void *src, const qkv_view4 *s, void *dst, const qkv_view4 *d);
     /* dst[d] += src[s] for every index, in element order where indices share an element */
     void (*add)(const qkv_real *src, const qkv_view4 *s, qkv_real *dst, const qkv_view4 *d);
+    /* a[i] <-> b[i] */
+    void (*swap)(int64_t n, qkv_real *a, qkv_real *b);
+    /* The rows of a KV cache (R, H, L, D) with element strides cs[0..2] (the last 1) as N rows
+     * see their first S positions, into dst (N, H, S, D) dense: dst[n, h, j, :] =
+     * cache[rows[n row_sn + j row_sj], h, j, :]. */
+    void (*gather)(const qkv_real *cache, const int64_t cs[3], int64_t H, int64_t D, const int32_t *rows,
+                   int64_t row_sn, int64_t row_sj, int64_t N, int64_t S, qkv_real *dst);
+    /* im2col: y (B, Hp Wp, D) = the windows of x (zeros outside the image) */
+    void (*windows)(const qkv_windows_geom *g, const qkv_real *x, qkv_real *y);
+    /* col2im: dx (B, H, W, Ch) += dy (B, Hp Wp, D) summed over every window that read a pixel, in
+     * token, then window, order */
+    void (*windows_bwd)(const qkv_windows_geom *g, const qkv_real *dy, qkv_real *dx);
 } qkv_layout_kernels;
+
+/* The kernels with one implementation in both tables (layout_moves.c): they move elements
+ * without reordering any sum. */
+void qkv__layout_swap(int64_t n, qkv_real *a, qkv_real *b);
+void qkv__layout_gather(const qkv_real *cache, const int64_t cs[3], int64_t H, int64_t D, const int32_t *rows,
+                        int64_t row_sn, int64_t row_sj, int64_t N, int64_t S, qkv_real *dst);
+void qkv__layout_windows(const qkv_windows_geom *g, const qkv_real *x, qkv_real *y);
+void qkv__layout_windows_bwd(const qkv_windows_geom *g, const qkv_real *dy, qkv_real *dx);
 
 /* The view of a tensor of at most 4 dims (its shape and strides, padded in front). */
 static inline qkv_view4 qkv__view4(const qkv_tensor *t) {

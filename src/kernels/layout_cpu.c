@@ -79,4 +79,9 @@ static void add(const qkv_real *src, const qkv_view4 *s, qkv_real *dst, const qk
     }
 }
 
-const qkv_layout_kernels qkv_layout_cpu = {copy, add};
+const qkv_layout_kernels qkv_layout_cpu = {copy,
+                                           add,
+                                           qkv__layout_swap,
+                                           qkv__layout_gather,
+                                           qkv__layout_windows,
+                                           qkv__layout_windows_bwd};

@@ -19,4 +19,9 @@ static void add(const qkv_real *src, const qkv_view4 *s, qkv_real *dst, const qk
             dst[qkv__view_row(d, r) + i * d->stride[3]] += src[qkv__view_row(s, r) + i * s->stride[3]];
 }
 
-const qkv_layout_kernels qkv_layout_ref = {copy, add};
+const qkv_layout_kernels qkv_layout_ref = {copy,
+                                           add,
+                                           qkv__layout_swap,
+                                           qkv__layout_gather,
+                                           qkv__layout_windows,
+                                           qkv__layout_windows_bwd};

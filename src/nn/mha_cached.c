@@ -162,13 +162,8 @@ static qkv_tensor *gather_rows(qkv_ctx *ctx, const qkv_tensor *cache, const int3
     const int64_t H = cache->shape[1], D = cache->shape[3];
     qkv_tensor *g = qkv__alloc(ctx, QKV_REAL, 4, (int64_t[]){N, H, S, D});
     if (!g || ctx->backend->measure_only) return g; /* the arena measure run: the allocation is the point */
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t j = 0; j < S; j++)
-                memcpy(qkv__data(g) + ((n * H + h) * S + j) * D,
-                       qkv__data(cache) + rows[n * row_sn + j * row_sj] * cache->stride[0] +
-                           h * cache->stride[1] + j * cache->stride[2],
-                       sizeof(qkv_real) * (size_t)D);
+    const int64_t cs[3] = {cache->stride[0], cache->stride[1], cache->stride[2]};
+    ctx->backend->layout->gather(qkv__data(cache), cs, H, D, rows, row_sn, row_sj, N, S, qkv__data(g));
     return g;
 }
 

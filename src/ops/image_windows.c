@@ -18,47 +18,24 @@
  * Small-Size Datasets", whose shifted patch tokenization with P = 2 sees the same 4 x 4 window).
  */
 #include "../core/internal.h"
+#include "../kernels/backend.h"
 #include "ops_internal.h"
 
-#include <string.h>
-
 /* The geometry, recomputed by the backward from the tensors' shapes and e->i. */
-typedef struct {
-    int64_t B, H, W, Ch, P, K, pad, Hp, Wp, D;
-} windows_geom;
-
-static windows_geom geometry(const qkv_tensor *x, int64_t P, int64_t K) {
-    windows_geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], P, K, (K - P) / 2, 0, 0, 0};
+static qkv_windows_geom geometry(const qkv_tensor *x, int64_t P, int64_t K) {
+    qkv_windows_geom g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], P, K, (K - P) / 2, 0, 0, 0};
     g.Hp = g.H / P;
     g.Wp = g.W / P;
     g.D = K * K * g.Ch;
     return g;
 }
 
-/* The row-major offset of pixel (b, h, w, 0), or -1 when (h, w) lies in the zero padding. */
-static int64_t pixel_offset(const windows_geom *g, int64_t b, int64_t h, int64_t w) {
-    if (h < 0 || h >= g->H || w < 0 || w >= g->W) return -1;
-    return ((b * g->H + h) * g->W + w) * g->Ch;
-}
-
 static void image_windows_backward(qkv_ctx *ctx, qkv_tape_entry *e) {
     qkv_tensor *x = e->in[0];
     qkv_real *dx = qkv__grad(ctx, x);
     if (!dx) return;
-    const windows_geom g = geometry(x, e->i[0], e->i[1]);
-    const qkv_real *dy = (const qkv_real *)e->out->grad; /* (B, N, D) */
-    for (int64_t b = 0; b < g.B; b++)
-        for (int64_t r = 0; r < g.Hp; r++)
-            for (int64_t c = 0; c < g.Wp; c++) {
-                const qkv_real *row = dy + ((b * g.Hp + r) * g.Wp + c) * g.D;
-                for (int64_t i = 0; i < g.K; i++)
-                    for (int64_t j = 0; j < g.K; j++) {
-                        const int64_t at = pixel_offset(&g, b, r * g.P + i - g.pad, c * g.P + j - g.pad);
-                        if (at < 0) continue;
-                        const qkv_real *src = row + (i * g.K + j) * g.Ch;
-                        for (int64_t ch = 0; ch < g.Ch; ch++) dx[at + ch] += src[ch];
-                    }
-            }
+    const qkv_windows_geom g = geometry(x, e->i[0], e->i[1]);
+    ctx->backend->layout->windows_bwd(&g, (const qkv_real *)e->out->grad, dx); /* dy (B, N, D) */
 }
 
 static const qkv_op_desc image_windows_op = {"image_windows", image_windows_backward};
@@ -95,20 +72,10 @@ qkv_tensor *qkv_image_windows(qkv_ctx *ctx, qkv_tensor *pixels, int64_t patch_si
                         (long long)D);
     qkv_tensor *x = qkv__contig(ctx, pixels);
     if (!x) return NULL;
-    const windows_geom g = geometry(x, P, K);
+    const qkv_windows_geom g = geometry(x, P, K);
     qkv_tensor *y = qkv__alloc(ctx, QKV_REAL, 3, (int64_t[]){g.B, g.Hp * g.Wp, g.D});
     if (!y) return NULL;
-    const qkv_real *src = qkv__data(x);
-    qkv_real *dst = qkv__data(y);
-    for (int64_t b = 0; b < g.B; b++)
-        for (int64_t r = 0; r < g.Hp; r++)
-            for (int64_t c = 0; c < g.Wp; c++)
-                for (int64_t i = 0; i < g.K; i++)
-                    for (int64_t j = 0; j < g.K; j++, dst += g.Ch) {
-                        const int64_t at = pixel_offset(&g, b, r * g.P + i - g.pad, c * g.P + j - g.pad);
-                        if (at < 0) memset(dst, 0, (size_t)g.Ch * sizeof *dst);
-                        else memcpy(dst, src + at, (size_t)g.Ch * sizeof *dst);
-                    }
+    ctx->backend->layout->windows(&g, qkv__data(x), qkv__data(y));
     qkv_tape_entry *e = qkv__record(ctx, &image_windows_op, y, 1, &x);
     if (e) {
         e->i[0] = P;

@@ -34,7 +34,8 @@ qkv_status qkv__ema_init(qkv_trainer *t) {
     t->ema = malloc(sizeof(qkv_real) * (size_t)(n ? n : 1));
     if (!t->ema)
         return QKV_ERROR(QKV_ERR_OOM, "qkv_trainer_new: out of memory (parameter average)");
-    memcpy(t->ema, qkv_params_block(p, QKV_BLOCK_DATA), sizeof(qkv_real) * (size_t)n);
+    const qkv_view4 all = qkv__view_rows(1, n, n);
+    t->ctx->backend->layout->copy(sizeof(qkv_real), qkv_params_block(p, QKV_BLOCK_DATA), &all, t->ema, &all);
     return QKV_OK;
 }
 
@@ -52,12 +53,7 @@ qkv_status qkv_trainer_swap_ema(qkv_trainer *t) {
         return QKV_ERROR(QKV_ERR_STATE,
                          "qkv_trainer_swap_ema: the trainer keeps no average (ema_decay 0)");
     const qkv_params *p = t->model->params;
-    qkv_real *theta = qkv_params_block(p, QKV_BLOCK_DATA);
-    for (int64_t i = 0, n = qkv_params_numel(p); i < n; i++) {
-        const qkv_real x = theta[i];
-        theta[i] = t->ema[i];
-        t->ema[i] = x;
-    }
+    t->ctx->backend->layout->swap(qkv_params_numel(p), qkv_params_block(p, QKV_BLOCK_DATA), t->ema);
     t->ema_swapped = !t->ema_swapped;
     return QKV_OK;
 }

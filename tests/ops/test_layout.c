@@ -3,7 +3,8 @@
  * views (permuted, narrowed, with a stride on the last dim) give the same bytes in the fast and
  * reference kernels and the values the view's index formula says, for 4- and 8-byte elements;
  * the scatter-add gives the same bits in both, also into a destination view that maps several
- * indices to one element (added in element order), and on a copy large enough for the threads.
+ * indices to one element (added in element order), and on a copy large enough for the threads;
+ * the KV cache's gather through a row table reads the rows the table names; swap swaps.
  */
 #include "core/internal.h"
 #include "kernels/backend.h"
@@ -67,4 +68,24 @@ TEST(layout_large_copy_runs_on_the_threads_with_the_same_bits) {
 done:
     free(src);
     for (int j = 0; j < 2; j++) free(y[j]), free(g[j]);
+}
+
+TEST(layout_gather_and_swap) {
+    /* a cache (R = 3, H = 2, L = 4, D = 3), strides (24, 12, 3); row table of N = 2 rows x S = 3
+     * positions: dst[n, h, j, :] = cache[rows[n * 3 + j], h, j, :] */
+    static qkv_real cache[72], dst[2][2 * 2 * 3 * 3];
+    tu_fill_uniform(cache, 72, -1, 1, 51);
+    const int32_t rows[6] = {2, 0, 1, 1, 1, 2};
+    const int64_t cs[3] = {24, 12, 3};
+    qkv_layout_ref.gather(cache, cs, 2, 3, rows, 3, 1, 2, 3, dst[0]);
+    qkv_layout_cpu.gather(cache, cs, 2, 3, rows, 3, 1, 2, 3, dst[1]);
+    CHECK(!memcmp(dst[0], dst[1], sizeof dst[0]));
+    for (int n = 0; n < 2; n++)
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 3; j++)
+                for (int d = 0; d < 3; d++)
+                    CHECK(dst[0][((n * 2 + h) * 3 + j) * 3 + d] == cache[rows[n * 3 + j] * 24 + h * 12 + j * 3 + d]);
+    qkv_real a[5] = {1, 2, 3, 4, 5}, b[5] = {-1, -2, -3, -4, -5};
+    qkv_layout_cpu.swap(5, a, b);
+    CHECK(a[0] == -1 && a[4] == -5 && b[0] == 1 && b[4] == 5);
 }

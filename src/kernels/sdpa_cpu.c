@@ -582,10 +582,8 @@ typedef struct bwd_args {
     const qkv_sdpa_problem *p;
     const qkv_real *q, *k, *v, *dout, *Dd, *L, *kt, *vt;
     qkv_real *dq, *dk, *dv;
-    /* of the problem: the score scale, the dropout's rescaling 1 / (1 - p), the two-pass
-     * schedule's accumulators per thread (two_pass_acc), parallel or not */
-    qkv_real scale, rs;
-    int64_t acc_n;
+    qkv_real scale, rs; /* the score scale; the dropout's rescaling 1 / (1 - p) */
+    int64_t acc_n;      /* the two-pass schedule's accumulators per thread */
     bool drop, par;
 } bwd_args;
 
@@ -650,12 +648,6 @@ static void bwd_one_pass(const bwd_args *a, qkv_real *scratch, int64_t per) {
             for (int64_t d = 0; d < D; d++)
                 a->dq[sdpa_row(p->lq, H, bh, i) + d] += dqa[i * D + d];
     }
-}
-
-/* The two-pass schedule's accumulators per thread: dqa (BR x D) in pass 1, dka and dva
- * (BC x (D + Dv)) in pass 2, in the same place. */
-static int64_t two_pass_acc(const qkv_sdpa_problem *p) {
-    return max64(BR * p->D, BC * (p->D + p->Dv));
 }
 
 /* Pass 1 of the two-pass schedule: dQ by query blocks, with K^T and V^T transposed into lay. */
@@ -767,7 +759,7 @@ static bool bwd(qkv_ctx *ctx, const qkv_sdpa_problem *p, const qkv_real *q, cons
      * with dropout, keep (BR, BC) after them. */
     const bool drop = p->dropout > 0, one_pass =
                         B * H >= QKV_SDPA_ONE_PASS_HEADS_PER_THREAD * (int64_t)max_threads();
-    const int64_t acc_n = two_pass_acc(p);
+    const int64_t acc_n = max64(BR * D, BC * (D + Dv)); /* pass 1's dqa, or pass 2's dka and dva */
     const int64_t per = one_pass ? one_pass_scratch(p) : 2 * BR * BC + acc_n + (drop ? BR * BC : 0);
     const int64_t lay1 = dq || one_pass ? (D + Dv) * tld(S) : 0;
     const int64_t lay2 = !one_pass && (dk || dv) ? (D + Dv) * tld(T) : 0;

@@ -26,6 +26,23 @@ static inline void part_bounds(int64_t n, int64_t parts, int64_t k, int64_t *lo,
     *hi = *lo + n / parts + (k < n % parts);
 }
 
+/* Over the parts of g (n elements), on the threads: partial[k] = the sum of squares of part k,
+ * or, with partial NULL, part k *= scale. */
+static void over_parts(const qkv_optim_kernels *kern, qkv_real *g, int64_t n, int64_t parts, double *partial,
+                       qkv_real scale) {
+#ifdef QKV_WITH_OPENMP
+#pragma omp parallel for schedule(static) if (n > GRAIN)
+#endif
+    for (int64_t k = 0; k < parts; k++) {
+        int64_t lo, hi;
+        part_bounds(n, parts, k, &lo, &hi);
+        if (partial)
+            partial[k] = kern->sum_squares(g + lo, hi - lo);
+        else
+            kern->scale(g + lo, scale, hi - lo);
+    }
+}
+
 /* The norm of p's gradients, and the scaling when max_norm > 0 and it clips; with only_finite,
  * a non-finite norm leaves the gradients as they are. */
 static double clip(const qkv_optim_kernels *kern, qkv_params *p, double max_norm, bool only_finite) {
@@ -39,14 +56,7 @@ static double clip(const qkv_optim_kernels *kern, qkv_params *p, double max_norm
     int64_t parts = (n + PART_MIN - 1) / PART_MIN;
     if (parts > PARTS) parts = PARTS;
     double partial[PARTS];
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > GRAIN)
-#endif
-    for (int64_t k = 0; k < parts; k++) {
-        int64_t lo, hi;
-        part_bounds(n, parts, k, &lo, &hi);
-        partial[k] = kern->sum_squares(g + lo, hi - lo);
-    }
+    over_parts(kern, g, n, parts, partial, 0);
     double total = 0;
     for (int64_t k = 0; k < parts; k++)
         total += partial[k];
@@ -54,15 +64,7 @@ static double clip(const qkv_optim_kernels *kern, qkv_params *p, double max_norm
     if (max_norm > 0 && !(only_finite && !isfinite(norm))) {
         const double c = max_norm / (norm + 1e-6);
         if (!(c >= 1)) { /* also NaN: torch's clamp keeps it and the gradients become NaN */
-            const qkv_real cr = (qkv_real)c;
-#ifdef QKV_WITH_OPENMP
-#pragma omp parallel for schedule(static) if (n > GRAIN)
-#endif
-            for (int64_t k = 0; k < parts; k++) {
-                int64_t lo, hi;
-                part_bounds(n, parts, k, &lo, &hi);
-                kern->scale(g + lo, cr, hi - lo);
-            }
+            over_parts(kern, g, n, parts, NULL, (qkv_real)c);
         }
     }
     return norm;

@@ -49,6 +49,22 @@ static void make_reverse_batch(reverse_batch *rb, uint64_t seed) {
         .batch = B, .src_len = W, .tgt_len = W, .src = rb->src, .tgt_out = rb->tgt};
 }
 
+/* The batch's sources (packed: row r's rb->len[r] ids after the previous row's) decoded by
+ * mask-predict with `iterations` passes over the length_beam most probable lengths. */
+static void mask_predict(const qkv_model *m, const reverse_batch *rb, int32_t iterations, int32_t length_beam,
+                         qkv_hypotheses *h) {
+    int32_t src[B * W];
+    int n = 0;
+    for (int r = 0; r < B; r++)
+        for (int i = 0; i < rb->len[r]; i++) src[n++] = rb->src[r * W + i];
+    qkv_decode_params p = qkv_decode_default_params();
+    p.strategy = QKV_DECODE_MASK_PREDICT;
+    p.iterations = iterations;
+    p.length_beam = length_beam;
+    p.kernels = qkv_test_kernels;
+    CHECK_OK(qkv_decode(m, src, rb->len, B, &p, h));
+}
+
 static qkv_train_config quick_config(int steps) {
     qkv_train_config c = qkv_train_default_config();
     c.schedule = (qkv_lr_schedule){.kind = QKV_LR_WARMUP_COSINE,
@@ -271,17 +287,7 @@ TEST(nat_training_and_decoding_are_the_same_on_1_and_2_threads) {
             CHECK_OK(qkv_trainer_step(t, &rb.batch, NULL));
         }
         params[k] = copy_params(m);
-        int32_t src[B * W];
-        int n = 0;
-        for (int r = 0; r < B; r++)
-            for (int i = 0; i < rb.len[r]; i++)
-                src[n++] = rb.src[r * W + i];
-        qkv_decode_params p = qkv_decode_default_params();
-        p.strategy = QKV_DECODE_MASK_PREDICT;
-        p.iterations = 3;
-        p.length_beam = 2;
-        p.kernels = qkv_test_kernels;
-        CHECK_OK(qkv_decode(m, src, rb.len, B, &p, &h[k]));
+        mask_predict(m, &rb, 3, 2, &h[k]);
         qkv_trainer_free(t);
         if (k == 1) {
             CHECK(memcmp(params[0], params[1],
@@ -307,18 +313,8 @@ static void reverse_accuracy(const qkv_model *m, int32_t iterations, int *exact,
     for (int k = 0; k < 4; k++) {
         reverse_batch rb;
         make_reverse_batch(&rb, 100000 + (uint64_t)k);
-        int32_t src[B * W];
-        int n = 0;
-        for (int r = 0; r < B; r++)
-            for (int i = 0; i < rb.len[r]; i++)
-                src[n++] = rb.src[r * W + i];
-        qkv_decode_params p = qkv_decode_default_params();
-        p.strategy = QKV_DECODE_MASK_PREDICT;
-        p.iterations = iterations;
-        p.length_beam = 1;
-        p.kernels = qkv_test_kernels;
         qkv_hypotheses h;
-        CHECK_OK(qkv_decode(m, src, rb.len, B, &p, &h));
+        mask_predict(m, &rb, iterations, 1, &h);
         if (!h.count) return;
         for (int r = 0; r < B; r++) {
             const qkv_hypothesis *y = &h.hyp[r];

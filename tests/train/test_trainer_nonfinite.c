@@ -15,6 +15,14 @@
 /* The copy task's model: width 8, dropout 0.1. */
 static qkv_model *tiny_model(void) { return copy_model(3, 0.1, 8); }
 
+/* A trainer of configuration c on a new tiny model (*m). */
+static qkv_trainer *tiny_trainer(const qkv_train_config *c, qkv_model **m) {
+    qkv_trainer *t = NULL;
+    *m = tiny_model();
+    CHECK_OK(qkv_trainer_new(*m, c, &t));
+    return t;
+}
+
 /* The parameters and both optimiser moments, to compare bit for bit. */
 typedef struct {
     qkv_real *blocks[3];
@@ -65,11 +73,10 @@ TEST(trainer_refuses_eps_zero) {
 }
 
 TEST(trainer_step_refuses_a_nonfinite_loss_and_changes_nothing) {
-    qkv_model *m = tiny_model();
     qkv_train_config c = qkv_train_default_config();
     c.schedule.warmup_steps = 2;
-    qkv_trainer *t = NULL;
-    CHECK_OK(qkv_trainer_new(m, &c, &t));
+    qkv_model *m = NULL;
+    qkv_trainer *t = tiny_trainer(&c, &m);
     copy_batch cb;
     make_copy_batch(&cb, 1);
     qkv_step_stats st;
@@ -103,11 +110,10 @@ out:
 }
 
 TEST(trainer_step_refuses_a_nonfinite_gradient_and_names_the_parameter) {
-    qkv_model *m = tiny_model();
     qkv_train_config c = qkv_train_default_config();
     c.accum_steps = 2;
-    qkv_trainer *t = NULL;
-    CHECK_OK(qkv_trainer_new(m, &c, &t));
+    qkv_model *m = NULL;
+    qkv_trainer *t = tiny_trainer(&c, &m);
     copy_batch cb;
     make_copy_batch(&cb, 1);
     qkv_step_stats st;
@@ -136,10 +142,9 @@ TEST(trainer_step_refuses_a_nonfinite_gradient_and_names_the_parameter) {
 }
 
 TEST(trainer_save_refuses_nonfinite_parameters) {
-    qkv_model *m = tiny_model();
-    qkv_train_config c = qkv_train_default_config();
-    qkv_trainer *t = NULL;
-    CHECK_OK(qkv_trainer_new(m, &c, &t));
+    const qkv_train_config c = qkv_train_default_config();
+    qkv_model *m = NULL;
+    qkv_trainer *t = tiny_trainer(&c, &m);
     qkv_tensor *p = qkv_params_get(m->params, 1);
     ((qkv_real *)p->data)[0] = (qkv_real)NAN;
     char path[] = "/tmp/qkv_nonfinite_XXXXXX";

@@ -40,6 +40,34 @@ static bool reserve(enc_lines *l, const enc_input *in, int64_t n_lines, int64_t 
     return true;
 }
 
+/* Where a line's words go while the tokenizer cuts it: their spans in the line's copy. */
+typedef struct line_words {
+    enc_lines *l;
+    const enc_input *in;
+    char *copy;
+    const char *file;
+    int64_t line_no, k, max_len;
+    bool failed; /* add_word's own error */
+} line_words;
+
+static qkv_status add_word(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    (void)sym, (void)sym_len;
+    line_words *w = ctx;
+    enc_lines *l = w->l;
+    qkv_status st = QKV_OK;
+    if (w->k - l->start[l->n] == w->max_len)
+        st = qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld tokens", w->file,
+                           (long long)w->line_no, (long long)w->max_len);
+    else if (!reserve(l, w->in, l->n + 1, w->k + 1))
+        st = qkv_set_error(QKV_ERR_OOM, "out of memory");
+    if (!st) {
+        l->tok[w->k] = w->copy + off;
+        l->tok_len[w->k++] = (int64_t)len;
+    }
+    w->failed = st != QKV_OK;
+    return st;
+}
+
 qkv_status enc_lines_add(enc_lines *l, const enc_input *in, const char *file, int64_t line_no,
                          const char *text, int64_t max_len) {
     const int64_t F = in->s.n_features;
@@ -49,38 +77,22 @@ qkv_status enc_lines_add(enc_lines *l, const enc_input *in, const char *file, in
     if (!copy) return qkv_set_error(QKV_ERR_OOM, "out of memory");
     memcpy(copy, text, n + 1);
     if (l->n == 0) l->start[0] = 0;
-    int64_t k = l->start[l->n];
-    char *p = copy;
-    qkv_status st = QKV_OK;
-    while (*p && !st) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p) break;
-        const size_t len = strcspn(p, " \t");
-        if (k - l->start[l->n] == max_len) {
-            st = qkv_set_error(QKV_ERR_SHAPE,
-                               "%s:%lld: input longer than the model's limit of %lld tokens", file,
-                               (long long)line_no, (long long)max_len);
-            break;
-        }
-        if (!reserve(l, in, l->n + 1, k + 1)) {
-            st = qkv_set_error(QKV_ERR_OOM, "out of memory");
-            break;
-        }
-        const bool last = !p[len];
-        p[len] = '\0';
-        l->tok[k] = p;
-        l->tok_len[k] = (int64_t)len;
-        st = enc_input_token(in, p, len, &l->words[k], l->feats + k * F);
-        k++;
-        p += len + !last;
+    /* the words (runs of bytes other than space and TAB), then each one NUL-terminated in place
+     * (the separator after it: once the whole line is cut) and looked up with its features */
+    line_words w = {.l = l, .in = in, .copy = copy, .file = file, .line_no = line_no, .k = l->start[l->n],
+                    .max_len = max_len};
+    qkv_status st = qkv_tokenizer_split(qkv_tokenizer_shared(QKV_TOKENIZER_WORDS), copy, n, "input", add_word, &w);
+    if (st && !w.failed) st = qkv_set_error(st, "%s:%lld: %s", file, (long long)line_no, qkv_last_error());
+    for (int64_t k = l->start[l->n]; !st && k < w.k; k++) {
+        copy[l->tok[k] - copy + l->tok_len[k]] = '\0';
+        st = enc_input_token(in, l->tok[k], (size_t)l->tok_len[k], &l->words[k], l->feats + k * F);
     }
     if (st) {
         free(copy);
         return st;
     }
     l->text[l->n] = copy;
-    l->start[++l->n] = k;
+    l->start[++l->n] = w.k;
     return QKV_OK;
 }
 

@@ -271,35 +271,41 @@ static qkv_tensor *buffer_tensor(qkv_real *data, int64_t B, int64_t S, int64_t C
     return t;
 }
 
+/* Between the encoder's stages: x moves into the session's scratch buffer, the arena is reset,
+ * and the mask's key padding is built again from the source ids in the fresh arena. */
+typedef struct layer_by_layer {
+    qkv_session *s;
+    const int32_t *src;
+    int32_t B, S;
+    qkv_tensor header; /* (B, S, C) over the buffer */
+} layer_by_layer;
+
+static qkv_tensor *keep_in_buffer(void *user, qkv_ctx *ctx, qkv_tensor *x, qkv_mask *mask) {
+    layer_by_layer *k = user;
+    qkv_real *buf = (qkv_real *)k->s->scratch;
+    memcpy(buf, qkv__data(x), sizeof(qkv_real) * (size_t)qkv_tensor_numel(x)); /* x is a new tensor: contiguous */
+    qkv_ctx_reset(ctx);
+    mask->key_padding = dec_padding_of(ctx, k->src, k->B, k->S, k->S, k->s->m->cfg.pad_id);
+    return buffer_tensor(buf, k->B, k->S, k->s->C, &k->header);
+}
+
 /* The encoder output (B, S, C) of src, in the session's scratch buffer (free until the first
- * gather), or NULL with the context's status set. The computation of qkv_model_encode (embedding,
- * the encoder layers under the source padding mask, the final norm), one layer at a time with
- * the arena reset in between: the arena then holds the activations of one layer instead of the
- * whole stack (a sixth of it for config B), so each decode touches, and page-faults in, that
- * much less fresh memory. */
+ * gather), or NULL with the context's status set: the model's encoder stack (qkv__encoder_stack,
+ * the forward of qkv_model_encode) with the arena reset between layers, so that the arena holds
+ * the activations of one layer instead of the whole stack (a sixth of it for config B) and each
+ * decode touches, and page-faults in, that much less fresh memory. */
 static qkv_real *encode_by_layer(qkv_session *s, const int32_t *src, int32_t B, int32_t S) {
     qkv_ctx *ctx = s->ctx;
     const qkv_model *m = s->m;
-    const int64_t C = s->C, n = (int64_t)B * S * C;
     qkv_real *buf = (qkv_real *)s->scratch; /* N max(L, S_max) C reals >= B S C */
     qkv_tensor *ids = qkv_tensor_from(ctx, QKV_I32, 2, (int64_t[]){B, S}, src);
     qkv_tensor *x = qkv__model_embed(ctx, m, m->src_embed, m->src_pos, ids, 0); /* (B, S, C) */
-    for (int32_t i = 0; i <= m->cfg.n_encoder_layers; i++) {
-        if (!x || ctx->status) return NULL;
-        memcpy(buf, qkv__data(x), sizeof(qkv_real) * (size_t)n); /* x is a new tensor: contiguous */
-        if (i == m->cfg.n_encoder_layers) break;
-        qkv_ctx_reset(ctx);
-        qkv_mask mask = qkv_mask_none();
-        mask.key_padding = dec_padding_of(ctx, src, B, S, S, m->cfg.pad_id);
-        x = qkv_encoder_layer_forward(ctx, &m->encoder_layers[i],
-                                      buffer_tensor(buf, B, S, C, &(qkv_tensor){0}), &mask, NULL);
-    }
-    if (m->enc_norm_w) {
-        qkv_tensor *y = qkv_layernorm(ctx, buffer_tensor(buf, B, S, C, &(qkv_tensor){0}),
-                                      m->enc_norm_w, m->enc_norm_b, m->cfg.layer_norm_eps);
-        if (!y) return NULL;
-        memcpy(buf, qkv__data(y), sizeof(qkv_real) * (size_t)n);
-    }
+    layer_by_layer k = {.s = s, .src = src, .B = B, .S = S};
+    const qkv__stage_hook hook = {keep_in_buffer, &k};
+    const qkv_mask none = qkv_mask_none(); /* the hook sets its key padding before each layer */
+    qkv_tensor *y = x ? qkv__encoder_stack(ctx, m, x, &none, NULL, &hook) : NULL;
+    if (!y || ctx->status) return NULL;
+    if (qkv__data(y) != buf) memcpy(buf, qkv__data(y), sizeof(qkv_real) * (size_t)qkv_tensor_numel(y));
     return buf;
 }
 

@@ -319,11 +319,14 @@ qkv_tensor *qkv__model_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *ids,
     return qkv_linear(ctx, x, m->out_w, m->out_b); /* (N, T, V) */
 }
 
-/* The encoder stack over embedded x with the given self mask. */
-static qkv_tensor *encoder_stack(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, const qkv_mask *mask,
-                                 qkv_tensor **weights_out) {
-    for (int i = 0; i < m->cfg.n_encoder_layers; i++)
-        x = qkv_encoder_layer_forward(ctx, &m->encoder_layers[i], x, mask, weights_out ? &weights_out[i] : NULL);
+qkv_tensor *qkv__encoder_stack(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, const qkv_mask *mask,
+                               qkv_tensor **weights_out, const qkv__stage_hook *hook) {
+    qkv_mask self = *mask;
+    for (int i = 0; i <= m->cfg.n_encoder_layers; i++) {
+        if (hook && x && !ctx->status) x = hook->between(hook->user, ctx, x, &self);
+        if (i == m->cfg.n_encoder_layers) break;
+        x = qkv_encoder_layer_forward(ctx, &m->encoder_layers[i], x, &self, weights_out ? &weights_out[i] : NULL);
+    }
     return final_norm(ctx, m, x, m->enc_norm_w, m->enc_norm_b);
 }
 
@@ -334,7 +337,7 @@ qkv_tensor *qkv_model_encode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *src, 
     if (!check_ids(ctx, m, "model_encode", src, "src")) return NULL;
     qkv_mask mask = qkv_mask_none();
     mask.key_padding = padding_of(ctx, src, m->cfg.pad_id);
-    return encoder_stack(ctx, m, embed(ctx, m, m->src_embed, m->src_pos, src), &mask, weights_out);
+    return qkv__encoder_stack(ctx, m, embed(ctx, m, m->src_embed, m->src_pos, src), &mask, weights_out, NULL);
 }
 
 qkv_tensor *qkv_model_decode(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *tgt_in, qkv_tensor *memory,
@@ -378,7 +381,7 @@ qkv_tensor *qkv_model_classify_features(qkv_ctx *ctx, const qkv_model *m, qkv_te
     mask.key_padding = pad;
     qkv_tensor *x = qkv_embedding(ctx, m->src_embed, src); /* (B, S, C) */
     if (features) x = qkv_add(ctx, x, qkv__model_features_sum(ctx, m, src, features));
-    x = encoder_stack(ctx, m, embed_looked_up(ctx, m, x, m->src_pos, src->shape[1], 0), &mask, weights_out);
+    x = qkv__encoder_stack(ctx, m, embed_looked_up(ctx, m, x, m->src_pos, src->shape[1], 0), &mask, weights_out, NULL);
     if (m->cfg.head == QKV_HEAD_POOLED && x) {
         /* mean over the non-padded positions: (B, 1, S) weights 1/len times x (B, S, C) */
         const int64_t B = src->shape[0], S = src->shape[1];
@@ -400,7 +403,7 @@ qkv_tensor *qkv_model_classify_image(qkv_ctx *ctx, const qkv_model *m, qkv_tenso
     if (!m || !qkv_model_is_image(&m->cfg))
         return QKV_FAIL(ctx, QKV_ERR_INVALID_ARG, "model_classify_image: needs an image model (model config \"image\")");
     qkv_mask mask = qkv_mask_none(); /* every image has all its L tokens */
-    qkv_tensor *x = encoder_stack(ctx, m, qkv__image_embed(ctx, m, pixels), &mask, weights_out); /* (B, L, C) */
+    qkv_tensor *x = qkv__encoder_stack(ctx, m, qkv__image_embed(ctx, m, pixels), &mask, weights_out, NULL); /* (B, L, C) */
     return qkv__finite_output(ctx, "model_classify_image",
                               qkv_linear(ctx, qkv__image_pool(ctx, m, x), m->out_w, m->out_b)); /* (B, K) */
 }

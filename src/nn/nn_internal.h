@@ -35,9 +35,6 @@ void qkv__mha_project(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, int first, 
 qkv_tensor *qkv__mha_scores(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k,
                             int64_t query_offset);
 
-/* The rest of attention after the projections: weights = normalize(scores | mask) (or the fused
- * qkv_sdpa where the variant allows it), o = weights v (+ Shaw values), merge heads, output
- * projection -> (B, T, C). weights_out as in qkv_mha_forward. */
 /* qkv_mha_step with caches of R rows read through a map. Cross-attention: row n attends over
  * cache row kv_rows[n] (kv_rows NULL: R = N, row n over row n); self-attention takes NULL there.
  * Self-attention: self_rows NULL, or (N, L): row n reads key position j < t0 from cache row
@@ -47,6 +44,9 @@ qkv_tensor *qkv__mha_step_rows(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *x, qk
                                qkv_tensor *cache_v, const int32_t *kv_rows,
                                const int32_t *self_rows, int64_t t0, bool self_attn,
                                const qkv_mask *mask, qkv_tensor **weights_out);
+/* The rest of attention after the projections: weights = normalize(scores | mask) (or the fused
+ * qkv_sdpa where the variant allows it), o = weights v (+ Shaw values), merge heads, output
+ * projection -> (B, T, C). weights_out as in qkv_mha_forward. */
 qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_tensor *k,
                             qkv_tensor *v, const qkv_mask *mask, int64_t query_offset,
                             qkv_tensor **weights_out);
@@ -64,6 +64,23 @@ qkv_tensor *qkv__layer_feed_forward(qkv_ctx *ctx, const qkv_layer *l, qkv_tensor
 qkv_tensor *qkv__model_logits(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *ids, int64_t t0, qkv_tensor *memory,
                               const qkv_layer_cache *caches, const qkv_mask *self_mask, const qkv_mask *cross_mask,
                               qkv_tensor **self_weights_out, qkv_tensor **cross_weights_out);
+
+/* What the encoder stack lets its caller do between stages: before each layer and before the
+ * final norm, `between` gets the activations x (B, S, C) and the self mask, and returns the
+ * tensor to go on with. A decoding session moves x out of the arena there and resets the context,
+ * so the arena holds one layer's activations instead of the stack's (rebuilding the mask's
+ * key-padding tensor in the fresh arena). NULL, or NULL on error with the context's status set. */
+typedef struct qkv__stage_hook {
+    qkv_tensor *(*between)(void *user, qkv_ctx *ctx, qkv_tensor *x, qkv_mask *mask);
+    void *user;
+} qkv__stage_hook;
+
+/* The encoder stack over embedded x (B, S, C) with the self mask: the encoder layers, then the
+ * final norm; the one forward of qkv_model_encode, the encoder-only models and a decoding
+ * session's encoding (hook: between the stages; NULL for none). weights_out: one tensor per
+ * layer, or NULL. */
+qkv_tensor *qkv__encoder_stack(qkv_ctx *ctx, const qkv_model *m, qkv_tensor *x, const qkv_mask *mask,
+                               qkv_tensor **weights_out, const qkv__stage_hook *hook);
 
 /* Token embedding of ids (B, T) at positions offset .. offset+T-1: table lookup (* sqrt(C) when
  * the model scales embeddings) + absolute positions (sinusoidal or the learned table pos), then

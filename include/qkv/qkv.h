@@ -11,7 +11,7 @@
  *   qkv_io.h        safetensors files, parameter save/load
  *   qkv_optim.h     SGD, Adam, AdamW, learning-rate schedules, gradient clipping
  *   qkv_train.h     the trainer: steps, scheduled sampling, guided attention, checkpoints
- *   qkv_data.h      vocabularies, corpora, datasets, batching, metrics, the data-set converters
+ *   qkv_data.h      vocabularies, corpora, datasets, batching, metrics, word features
  *   qkv_tokenizer.h text <-> symbols: characters, pre-tokenized tokens, words
  *   qkv_viz.h       attention maps and training curves: SVG, PNG, HTML, terminal
  *   qkv_registry.h  the names, values and help of every enumeration above

@@ -22,7 +22,7 @@
  * its last session for the next call, which reuses it when it is large enough (rows, positions
  * and source length at least the call's, the same kernels, cache mode and weight panels): its
  * caches, arena and panels are already mapped, where a fresh session page-faults in every byte
- * it touches (config S greedy: ~25,000 faults, ~30 ms of CPU time a call). Results are the bits
+ * it touches (tens of thousands of faults a call on config S). Results are the bits
  * a fresh session gives. A kept session too small is replaced by one as large as both calls need
  * in each size (or, where that cannot be allocated, by one of the call's own sizes). It is taken
  * and given back atomically, so calls on one decoder from several threads stay safe (each then
@@ -63,14 +63,12 @@ typedef struct qkv_session_params {
     bool weight_panels;  /* true (default): from the second step of an encoded / started batch,
                             each decoder weight that a step multiplies is copied once per batch
                             into the layout of the kernel that multiplies it, and multiplied
-                            from there (AVX-512F CPUs, src/kernels/weight_copies.c): at 8 .. 96
-                            rows a weight of at least 1 MiB into panels for those rows (config-B
-                            greedy steps 12-16 % faster, BENCHMARKS.md); at more
-                            rows (and some smaller weights at 32 .. 96) into the packed GEMM's
-                            panels, which it then never packs again (config-S beam 5 ~8 %
-                            faster). The same results bit for bit, for as much
-                            memory again as the weights copied (config B greedy: 104 MB; config
-                            S: at most 11 MB). false: no copy */
+                            from there (AVX-512F CPUs, src/kernels/gemm/weight_copies.c): at
+                            8 .. 96 rows a weight of at least 1 MiB into panels for those rows;
+                            at more rows (and some smaller weights at 32 .. 96) into the packed
+                            GEMM's panels, which it then never packs again (BENCHMARKS.md has
+                            the gains). The same results bit for bit, for as much memory again
+                            as the weights copied. false: no copy */
 } qkv_session_params;
 
 QKV_API qkv_session_params qkv_session_default_params(void);

@@ -111,6 +111,7 @@ QKV_API bool qkv_ctx_grad_enabled(const qkv_ctx *ctx);
 /* Training mode turns dropout on (default false: evaluation). */
 QKV_API void qkv_ctx_set_training(qkv_ctx *ctx, bool training);
 QKV_API bool qkv_ctx_training(const qkv_ctx *ctx);
+/* Dispatch to kernel set k from now on; a value that names no kernel set changes nothing. */
 QKV_API void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k);
 QKV_API qkv_kernels qkv_ctx_kernels(const qkv_ctx *ctx);
 

@@ -21,7 +21,7 @@ qkv_status qkv_ctx_new(const qkv_ctx_params *p, qkv_ctx **out) {
     *out = NULL;
     qkv_ctx_params def = qkv_ctx_default_params();
     if (!p) p = &def;
-    if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
+    if (!qkv__backend_of(p->kernels))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_ctx_new: unknown kernel set %d", (int)p->kernels);
     qkv_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return QKV_ERROR(QKV_ERR_OOM, "qkv_ctx_new: out of memory");
@@ -59,7 +59,9 @@ void qkv_ctx_set_grad_enabled(qkv_ctx *ctx, bool enabled) { ctx->grad_enabled = 
 bool qkv_ctx_grad_enabled(const qkv_ctx *ctx) { return ctx->grad_enabled; }
 void qkv_ctx_set_training(qkv_ctx *ctx, bool training) { ctx->training = training; }
 bool qkv_ctx_training(const qkv_ctx *ctx) { return ctx->training; }
-void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k) { ctx->backend = qkv__backend_of(k); }
+void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k) {
+    if (qkv__backend_of(k)) ctx->backend = qkv__backend_of(k); /* an unknown set leaves the kernels as they are */
+}
 qkv_kernels qkv_ctx_kernels(const qkv_ctx *ctx) { return ctx->backend->kind; }
 size_t qkv_ctx_arena_used(const qkv_ctx *ctx) { return ctx->arena.used; }
 size_t qkv_ctx_arena_peak(const qkv_ctx *ctx) { return ctx->arena.peak; }

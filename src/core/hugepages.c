@@ -10,11 +10,10 @@
  * Where transparent huge pages are set to "madvise" (Debian's default) a region gets them only
  * when asked, hence this call on the parameter blocks of 32 MiB and more (fresh mappings of their
  * own: glibc mmaps every allocation above 32 MiB), right after their calloc and before anything
- * touches them. Measured (BENCHMARKS.md): config-B training start 16.8 -> 13.6 s wall,
- * 9.2 -> 2.4 s system time, the same steps and peak RSS; decoding no slower. Not on the step arena
- * or a session's caches: there the 2 MiB faults made config B's encoder 15-40 % slower (0.23 ->
- * 0.26-0.33 s; presumably each fault zeroing 2 MiB that the encoder then reads back from memory,
- * where a 4 KiB fault is zeroed just before its use). Advice only: the 2 MiB-aligned part of the
+ * touches them: training starts faster, with less system time, the same steps and peak RSS
+ * (BENCHMARKS.md). Not on the step arena or a session's caches: there the 2 MiB faults made config
+ * B's encoder slower (presumably each fault zeroing 2 MiB that the encoder then reads back from
+ * memory, where a 4 KiB fault is zeroed just before its use). Advice only: the 2 MiB-aligned part of the
  * buffer is advised, a failure or a kernel without THP changes nothing, no result depends on it,
  * and untouched memory stays unallocated (a decoding model's gradient and moment blocks).
  *

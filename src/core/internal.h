@@ -10,7 +10,7 @@
  *       x = qkv__contig(ctx, x);                                 // kernels want contiguous data
  *       qkv_tensor *y = qkv__alloc_like(ctx, x);                 // output from the step arena
  *       if (!y) return NULL;
- *       KERNELS(ctx).relu_fwd(...);                              // ref or fast kernel
+ *       ctx->backend->elementwise->unary_fwd(...);              // the context's backend
  *       qkv_tape_entry *e = qkv__record(ctx, &relu_op, y, 1, &x); // NULL when not recording
  *       if (e) e->saved[0] = ...;                                // what backward needs
  *       return y;

@@ -115,8 +115,7 @@ static qkv_status check_params(const char *fn, const qkv_decode_params *p, const
     if (p->eos_id != -1 && m->cfg.eos_id >= 0 && p->eos_id != m->cfg.eos_id)
         return BAD("%s: eos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID, or -1 for none", fn,
                    p->eos_id, m->cfg.eos_id);
-    if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
-        return BAD("%s: unknown kernel set %d", fn, (int)p->kernels);
+    if (!qkv__backend_of(p->kernels)) return BAD("%s: unknown kernel set %d", fn, (int)p->kernels);
     return QKV_OK;
 }
 

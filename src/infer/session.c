@@ -156,7 +156,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         return QKV_ERROR(QKV_ERR_SHAPE,
                          "qkv_session_new: max_src_len %d is not in 1 .. the model's max_len %d",
                          p->max_src_len, c->max_len);
-    if (p->kernels != QKV_KERNELS_FAST && p->kernels != QKV_KERNELS_REF)
+    if (!qkv__backend_of(p->kernels))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_session_new: unknown kernel set %d",
                          (int)p->kernels);
     qkv_session *s = calloc(1, sizeof *s);

@@ -43,8 +43,8 @@
 #define GRAIN 65536 /* multiply-adds below which a call stays on one thread */
 /* Rows attended one after the other per head: the beams of a sentence (consecutive rows) read
  * one copy of its cross-attention keys and values, and siblings share their prefix's keys, so a
- * head's keys come from memory once per block and from L1 for its other rows (S beam 5 ~4 %
- * faster than row by row, all heads of a row before the next; BENCHMARKS.md). */
+ * head's keys come from memory once per block and from L1 for its other rows (faster than row by
+ * row, all heads of a row before the next; BENCHMARKS.md). */
 #define ROW_BLOCK 8
 
 /* q . k over D elements in the fixed order above. */

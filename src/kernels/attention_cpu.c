@@ -270,8 +270,7 @@ static bool additive_bwd(qkv_ctx *ctx, const qkv_attn_dims *d, const qkv_real *q
  * (a NaN score makes the row NaN where keys are allowed, 0 where masked, as the reference kernel
  * does; no allowed key gives zero weights), then e^(x - max) by qkv__exp_r 16 wide, its sum in
  * double lane partials, and x e / sum (rowreduce.h). Cloned per vector width: each width gives
- * the same bits. The reference's scalar expf and running sum took ~7 ns an element here (a
- * config-S training step's softmaxes ~9 ms, BENCHMARKS.md). */
+ * the same bits, and much faster than the reference's scalar expf and running sum. */
 QKV_CLONES
 static void softmax_band(const qkv_mask_row *mr, qkv_real *ar, int64_t lo, int64_t hi) {
     qkv_real *restrict x = ar + lo;

@@ -1,4 +1,4 @@
-/* backend.c: the two backends' tables (backend.h) and the choice between them. */
+/* backend.c: the two backends' tables (backend.h) and the list that chooses among the backends. */
 #include "backend.h"
 #include "gemm/gemm.h"
 
@@ -41,6 +41,12 @@ const qkv_backend qkv_backend_ref = {
     .gemm = qkv_gemm_ref,
 };
 
+/* Every backend, by the qkv_kernels constant that selects it: a new backend is one line here. */
+static const qkv_backend *const backends[] = {
+    [QKV_KERNELS_FAST] = &qkv_backend_cpu,
+    [QKV_KERNELS_REF] = &qkv_backend_ref,
+};
+
 const qkv_backend *qkv__backend_of(qkv_kernels kind) {
-    return kind == QKV_KERNELS_REF ? &qkv_backend_ref : &qkv_backend_cpu;
+    return (unsigned)kind < sizeof backends / sizeof *backends ? backends[kind] : NULL;
 }

@@ -72,7 +72,8 @@ typedef struct qkv_backend {
 extern const qkv_backend qkv_backend_cpu;
 extern const qkv_backend qkv_backend_ref;
 
-/* The backend of a kernel set: the one place a context's kernels are chosen. */
+/* The backend of a kernel set: the one place a context's kernels are chosen. NULL for a value
+ * that names no backend (the API's checks of qkv_kernels ask here). */
 const qkv_backend *qkv__backend_of(qkv_kernels kind);
 
 #endif

@@ -271,7 +271,7 @@ static qkv_real *transpose_into(qkv_real *y, const qkv_real *x, qkv__mat_layout 
         const qkv_real *src = x + sdpa_row(lx, H, bh, 0);
         qkv_real *dst = y + bh * C * ld;
 #ifdef SDPA_AVX512
-        if (wide) { /* the same copy, 16 rows at a time (config-B encode: 0.63 -> 0.30 ms a call) */
+        if (wide) { /* the same copy, 16 rows at a time */
             for (int64_t n = n0; n < n1; n += 16)
                 transpose_block16((int)min64(16, n1 - n), C, src + n * lx.ld, lx.ld, dst + n, ld);
             continue;

@@ -235,8 +235,8 @@ qkv_tensor *qkv__mha_attend(qkv_ctx *ctx, const qkv_mha *m, qkv_tensor *q, qkv_t
     const bool dropout_on = ctx->training && c->dropout > 0;
     /* Training with short keys: the composed arithmetic (scores, softmax, dropout, product) runs
      * its products in BLAS and draws the exponentials and dropout words once, where the fused
-     * kernel tiles, recomputes and keeps nothing; on config B (T = S = 64, H S = C) the fused
-     * step took 15 % longer (BENCHMARKS.md). qkv_sdpa_weights does that arithmetic keeping only
+     * kernel tiles, recomputes and keeps nothing, which is slower at short keys (config B,
+     * T = S = 64, H S = C; BENCHMARKS.md). qkv_sdpa_weights does that arithmetic keeping only
      * the (B, H, T, S) weights; while H S <= C they take at most as much per query as q, k and v
      * do (C each), so it is the better trade; past it memory grows with S and the fused kernel
      * takes over. Score functions, normalisers and encodings the two ops do not cover take the

@@ -62,9 +62,8 @@ void qkv_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, q
  * clang also honours): per step p it broadcasts MR values of A and multiplies them with NR
  * contiguous values of B. NR is two 16-byte SSE2 vectors (8 floats, 4 doubles) and MR = 4, so
  * the 8 accumulators, 2 B vectors, a broadcast and a product fit in the 16 xmm registers of the
- * x86-64 baseline. Of the shapes tried (2..12 rows x 4..32 columns) 4 x 8 was the fastest with
- * both gcc 12 and clang 14 at -O2 (about 25 and 29 GFLOP/s on one Zen 4 core, SSE2 only); wider
- * tiles spill, and pre-broadcasting A in the packing helped clang but slowed gcc.
+ * x86-64 baseline; wider tiles spill (BENCHMARKS.md compares the shapes from 2 x 4 to 12 x 32
+ * with gcc and clang).
  * Partial tiles at the right and bottom edges run the same kernel on panels padded with zeros
  * (the padded lanes are discarded; zeros keep them free of uninitialised reads and of slow
  * denormal or NaN arithmetic), and only the valid mr x nr corner is written back.
@@ -317,12 +316,11 @@ bool qkv__gemm_uses_small_m(bool trans_a, bool trans_b, int64_t m, int64_t n, in
  * shapes too thin for any of them are halved from 512 x 1024 as before. Products of 2^32
  * multiply-adds and more (config B's vocabulary product, GPT-2's) take 16 tiles, from 2^34 32,
  * so that a machine with more threads still has a tile for each of them where the work is
- * large enough to share. Against that halving (the tile count reached from 512 x 1024 tiles, which
- * gave config B's vocabulary product (2048 x 8000 x 512) 4 x 8 tiles where 2 x 4 pack half as
- * much, and beam search's 320 x 256 x 256 products on config S 5 x 2 tiles of 64 x 128, the
- * weight packed 5 times for 64 rows of use each): training steps 2.6 % (S), 3.4 % (B) and 7 %
- * (GPT-2) faster, S beam-5 decoding ~7 % (BENCHMARKS.md). 8 tiles keep 2, 4 or
- * 8 threads busy; 4 tiles of a product below 2^27 (~0.1-0.5 ms of work) keep 4. The tile
+ * large enough to share. Halving from 512 x 1024 tiles packed more: config B's vocabulary
+ * product (2048 x 8000 x 512) got 4 x 8 tiles where 2 x 4 pack half as much, and beam search's
+ * 320 x 256 x 256 products on config S 5 x 2 tiles of 64 x 128, the weight packed 5 times for 64
+ * rows of use each (BENCHMARKS.md has the gains). 8 tiles keep 2, 4 or
+ * 8 threads busy; 4 tiles of a small product (below 2^27 multiply-adds) keep 4. The tile
  * sizes are part of the result's bits: OpenBLAS rounds differently when the same element is
  * computed in another tile (BENCHMARKS.md, "GEMM tiles, revisited").
  */

@@ -44,8 +44,8 @@
  * core's FMA peak from L1 (~170 GFLOP/s, Emerald Rapids, one core), and the product at ~99 % of
  * OpenBLAS 0.3.21's SkylakeX kernel on one thread; with shared packing, 1.06-1.26x qkv_gemm's
  * tiled OpenBLAS on config B's training products at 2 threads (BENCHMARKS.md).
- * Orders tried: A panel in L1 (this one) beat the BLIS order (B panel in L1) by 5-10 %: a 32-wide
- * B panel of 512 k is 64 KiB, more than the 48 KiB L1.
+ * Loop order: the A panel stays in L1 rather than the B panel (BLIS's order): a 32-wide B panel of
+ * 512 k is 64 KiB, more than the 48 KiB L1.
  *
  * Rounding: for every element, each KC slice of the k sum is accumulated in order p = 0, 1, ..
  * from zero (FMA), then C = beta C + alpha acc (first slice, beta = 0 not reading C) or

@@ -6,10 +6,9 @@
  *
  * Why: at M = 16 a decoding step's products stream every weight from memory once, and the small
  * kernel, which reads W in place (a 4 x 6 block of x rows and W rows, 10 vector loads per 24 FMAs,
- * a horizontal sum per element), waits on that stream: config B's step products take 5.8-6.0 ms
- * streamed against ~4.2 in cache. From a copy laid out for the product, one sequential stream
- * per thread with one vector load of W per 16 FMAs, 4.7-5.5 ms, and in cache ~90 % of the FMA
- * peak (BENCHMARKS.md).
+ * a horizontal sum per element), waits on that stream. A copy laid out for the product is read
+ * as one sequential stream per thread with one vector load of W per 16 FMAs, which comes closer
+ * to the in-cache time (BENCHMARKS.md).
  *
  * The bits. The small-M kernel computes element (i, j) as 16 partial sums, lane l taking the
  * terms k = 16 s + l in increasing s with FMA from +0, then the lanes added in a fixed tree:
@@ -54,8 +53,8 @@
 enum {
     GROUP = 16, /* rows of x per pass over a panel: 16 accumulators (plus W's vector) */
     NEAR = 24,  /* panel slots (64 bytes each) prefetched ahead into L1 .. */
-    FAR = 192,  /* .. and into L2 (12 KiB): tried 8 / 128, 24 / 384, 48 / 256, 64 / 1024, all
-                 * within 2 % at M = 16; 32 / 512 was 5-7 % slower */
+    FAR = 192,  /* .. and into L2 (12 KiB); other distances measured the same or slower
+                 * (BENCHMARKS.md) */
     AT_AHEAD = 16, /* x's slots (its transpose, 16 rows in a line) prefetched ahead into L1 */
 };
 
@@ -231,9 +230,7 @@ void qkv__gemm_panels(int64_t m, int64_t n, int64_t k, const float *x, const flo
         /* the panels in shrinking chunks claimed by the threads (work_claim.h), which changes no
          * result: every element is one panel's sums, and a panel is filled by the thread that
          * claims it. Equal static shares left the faster thread waiting at the region's end
-         * whenever the host slowed the other: at M = 16 on config B's step weights, best of 40
-         * passes 4.48-4.72 -> 4.10-4.13 ms, mean 5.20-5.40 -> 4.52-5.02 ms (four pairs;
-         * BENCHMARKS.md). */
+         * whenever the host slowed the other (BENCHMARKS.md). */
         for (int64_t q0, q1; qkv__claim_chunk(&claimed, 0, np, (int)team, np, &q0, &q1);)
             panel_run(q0, q1, m, n, k, off, my_at, w, panels, pack, bias, y);
     }

@@ -298,10 +298,8 @@ rows_of_b_wide(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, const 
     }
 }
 
-/* 16 lanes on CPUs with AVX-512F, 8 elsewhere. Measured on Intel Emerald Rapids and on AMD Zen 4
- * (BENCHMARKS.md; on Zen 4 a config-B decoding step's products at M = 16, weights streamed, 7.6 ->
- * 7.0 ms on 2 threads, 14.3 -> 13.1 ms on one, `bench_gemm --decode-step --lanes 8|16`), although
- * Zen 4 runs a 512-bit FMA as two 256-bit halves and its 32 KiB L1 does not hold a 6-row block of
+/* 16 lanes on CPUs with AVX-512F, 8 elsewhere: faster on Intel Emerald Rapids and on AMD Zen 4
+ * (BENCHMARKS.md, `bench_gemm --decode-step --lanes 8|16`), although Zen 4 runs a 512-bit FMA as two 256-bit halves and its 32 KiB L1 does not hold a 6-row block of
  * B at k = 2048. A test may ask for either width where the CPU can run it
  * (qkv__gemm_small_m_lanes). */
 static int requested_lanes = 0;
@@ -332,10 +330,10 @@ static void small_m(int64_t m, int64_t n, int64_t k, float alpha, const float *a
         return;
     }
     /* Chunks of B's rows, one per iteration: at most CHUNK rows, as many chunks as a multiple of
-     * the thread count, each a whole number of blocks (BLOCK rows) but the last. With fixed
-     * chunks of 144 rows, two threads split n = 512 as 288 + 224 rows and the second waited 22 %
-     * of every such product; here 264 + 248. The split changes no result: each element of C is
-     * one block's sum over k, whatever the chunks. */
+     * the thread count, each a whole number of blocks (BLOCK rows) but the last: two threads split
+     * n = 512 as 264 + 248 rows, where fixed chunks of 144 rows gave 288 + 224 and left one
+     * thread waiting. The split changes no result: each element of C is one block's sum over k,
+     * whatever the chunks. */
     enum { CHUNK = 144, BLOCK = 6 };
     _Static_assert(BLOCK % NB == 0 && BLOCK % NB_WIDE == 0 && CHUNK % BLOCK == 0,
                    "chunks hold whole blocks of B's rows");

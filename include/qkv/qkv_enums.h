@@ -1,9 +1,11 @@
 /*
- * qkv_enums.h: every enumeration of the API, each written once as a list of its values, one line
- * per value: X(constant, name, help). The enum takes the constants in order from 0; the registry
- * (qkv_registry.h, src/core/registry.c) takes the names that model files, configuration files
- * and `qkv list` use, and the help lines, from the same list. A new value is a line at the end of
- * its list (docs/adding-an-op.md); a name, once released, is never changed: model files store it.
+ * qkv_enums.h: the enumerations of the API whose values model files, configuration files and the
+ * command line name, each written once as a list of its values, one line per value: X(constant,
+ * name, help). (Enumerations that are only codes inside the program, such as qkv_status or
+ * qkv_dtype, stay in their headers.) The enum takes the constants in order from 0; the registry
+ * (qkv_registry.h, src/core/registry.c) takes the names that model files, configuration files and
+ * `qkv list` use, and the help lines, from the same list. A new value is a line at the end of its
+ * list (docs/adding-an-op.md); a name, once released, is never changed: model files store it.
  */
 #ifndef QKV_ENUMS_H
 #define QKV_ENUMS_H

@@ -103,42 +103,56 @@ static int usage(void) {
     return 2;
 }
 
-int main(int argc, char **argv) {
-    bench_blas_kernels(argv);
-    const bench_config *c = NULL;
-    int threads = 0, steps = -1, warmup = -1;
-    uint64_t seed = 0;
-    bool json = false;
-    const char *attention = "auto";
+/* The command line (usage()). */
+typedef struct train_opts {
+    const bench_config *c;
+    int threads, steps, warmup;
+    uint64_t seed;
+    bool json;
+    const char *attention; /* auto, fused or composed */
+} train_opts;
+
+/* -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, train_opts *o) {
+    *o = (train_opts){.steps = -1, .warmup = -1, .attention = "auto"};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-            if (!(c = bench_find_config(argv[++i]))) return 2;
+            if (!(o->c = bench_find_config(argv[++i]))) return 2;
         } else if (!strcmp(argv[i], "--threads")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &threads)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 1024, &o->threads)) return 2;
         } else if (!strcmp(argv[i], "--steps")) {
-            if (!cli_int_option(ME, argc, argv, &i, 1, 100000, &steps)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 1, 100000, &o->steps)) return 2;
         } else if (!strcmp(argv[i], "--warmup")) {
-            if (!cli_int_option(ME, argc, argv, &i, 0, 100000, &warmup)) return 2;
+            if (!cli_int_option(ME, argc, argv, &i, 0, 100000, &o->warmup)) return 2;
         } else if (!strcmp(argv[i], "--seed")) {
-            if (!cli_u64_option(ME, argc, argv, &i, &seed)) return 2;
+            if (!cli_u64_option(ME, argc, argv, &i, &o->seed)) return 2;
         } else if (!strcmp(argv[i], "--json"))
-            json = true;
+            o->json = true;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
-            attention = argv[++i];
-            if (strcmp(attention, "auto") && strcmp(attention, "fused") && strcmp(attention, "composed"))
+            o->attention = argv[++i];
+            if (strcmp(o->attention, "auto") && strcmp(o->attention, "fused") && strcmp(o->attention, "composed"))
                 return usage();
         } else
             return usage();
     }
-    if (!c) return usage();
+    if (!o->c) return usage();
     /* the anchors' step counts: S 3 + 12, B 3 + 10 (here 2 + 6: a B step takes seconds), gpt2
      * 2 + 10 */
-    if (steps < 0) steps = !strcmp(c->name, "S") ? 12 : !strcmp(c->name, "B") ? 6 : 10;
-    if (warmup < 0) warmup = !strcmp(c->name, "S") ? 3 : 2;
-    if (steps < 1 || warmup < 0) {
-        fprintf(stderr, "bench_train: --steps must be >= 1 and --warmup >= 0\n");
-        return 2;
-    }
+    if (o->steps < 0) o->steps = !strcmp(o->c->name, "S") ? 12 : !strcmp(o->c->name, "B") ? 6 : 10;
+    if (o->warmup < 0) o->warmup = !strcmp(o->c->name, "S") ? 3 : 2;
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    bench_blas_kernels(argv);
+    train_opts o;
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed >= 0) return parsed;
+    const bench_config *c = o.c;
+    const int threads = o.threads, steps = o.steps, warmup = o.warmup;
+    const uint64_t seed = o.seed;
+    const bool json = o.json;
+    const char *attention = o.attention;
     if (threads > 0) qkv_set_num_threads(threads);
 
     qkv_model_config mc = bench_model_config(c);

@@ -604,4 +604,5 @@ const task_ops image_task_ops = {.name = "image",
                                  .eval_run = image_eval_run,
                                  .decode_run = image_decode_run,
                                  .attn_run = image_attn_run,
-                                 .rate_unit = "images"};
+                                 .rate_unit = "images",
+                                 .reads_images = true};

@@ -1,6 +1,5 @@
 /* run_dir.c: see run_dir.h. */
 #include "run_dir.h"
-#include "seq2seq_task.h"
 #include "task.h"
 
 #include <stdio.h>
@@ -38,10 +37,7 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: the vocabularies (%d, %d symbols) do not match the model (%d, %d)", base,
                        qkv_vocab_size(out->src), qkv_vocab_size(out->tgt), out->model->cfg.src_vocab, out->model->cfg.tgt_vocab);
     snprintf(out->dir, sizeof out->dir, "%s", base);
-    out->task = &seq2seq_task_ops;
-    seq2seq_settings s2s = {.src_tokenizer = QKV_TOKENIZER_CHARS, .tgt_tokenizer = QKV_TOKENIZER_TOKENS};
-    out->src_tokenizer = s2s.src_tokenizer;
-    out->tgt_tokenizer = s2s.tgt_tokenizer;
+    out->task = &seq2seq_task_ops; /* a run without task.conf */
     char conf[1200];
     snprintf(conf, sizeof conf, "%s/task.conf", base);
     if (!st && access(conf, F_OK) == 0) {
@@ -50,15 +46,12 @@ qkv_status run_dir_load(const char *dir, run_dir *out) {
             st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
         else if (!name || !(out->task = task_find(name)))
             st = qkv_set_error(QKV_ERR_FORMAT, "%s: unknown task '%s'", conf, name ? name : "(none)");
-        else if (out->task == &seq2seq_task_ops && !seq2seq_read_tokenizers(&out->conf, &s2s))
-            st = qkv_set_error(QKV_ERR_FORMAT, "%s", out->conf.error);
-        out->src_tokenizer = s2s.src_tokenizer;
-        out->tgt_tokenizer = s2s.tgt_tokenizer;
     }
-    if (!st && image && out->task != &image_task_ops)
-        st = qkv_set_error(QKV_ERR_FORMAT, "%s: an image model, but not a run of task = image (task.conf)", base);
-    else if (!st && !image && out->task == &image_task_ops)
-        st = qkv_set_error(QKV_ERR_FORMAT, "%s: task.conf says task = image, but the model reads tokens", base);
+    if (!st && out->task->open_run) st = out->task->open_run(out);
+    if (!st && image != out->task->reads_images)
+        st = qkv_set_error(QKV_ERR_FORMAT, "%s: %s, but task.conf says task = %s, whose models read %s", base,
+                           image ? "an image model" : "the model reads tokens", out->task->name,
+                           out->task->reads_images ? "images" : "tokens");
     if (st) run_dir_free(out);
     return st;
 }

@@ -1,5 +1,6 @@
 /* seq2seq_task.c: see seq2seq_task.h. */
 #include "seq2seq_task.h"
+#include "run_dir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,10 +329,19 @@ static void s2s_free(task *base) {
     free(t);
 }
 
+/* The tokenizers of a run (task.conf; chars and tokens for a run without one). */
+static qkv_status seq2seq_open_run(run_dir *r) {
+    seq2seq_settings s;
+    if (!seq2seq_read_tokenizers(&r->conf, &s)) return qkv_set_error(QKV_ERR_FORMAT, "%s", r->conf.error);
+    r->src_tokenizer = s.src_tokenizer;
+    r->tgt_tokenizer = s.tgt_tokenizer;
+    return QKV_OK;
+}
+
 const task_ops seq2seq_task_ops = {.name = "seq2seq",
                                    .summary = "source<TAB>targets pairs: encoder-decoder, multi-reference WER / PER",
                                    .select = "wer", .lower_is_better = true, .create = s2s_create,
                                    .prepare = s2s_prepare, .batch = s2s_batch, .evaluate = s2s_evaluate,
                                    .describe = s2s_describe, .free = s2s_free, .eval_run = seq2seq_eval_run,
                                    .decode_run = seq2seq_decode_run, .attn_run = seq2seq_attn_run,
-                                   .generates = true, .transduces = true};
+                                   .generates = true, .transduces = true, .open_run = seq2seq_open_run};

@@ -112,6 +112,12 @@ typedef struct task_ops {
      * token, or one per text / image for tasks with one label an input ("texts", "images");
      * NULL: "tok". */
     const char *rate_unit;
+    /* Its models read images (pixels), not tokens: `qkv eval / decode / attn` refuse a run whose
+     * model and task disagree. */
+    bool reads_images;
+    /* Optional: read what the task's inference needs from a run's task.conf (r->conf; empty for
+     * a run without one) into r, e.g. seq2seq's tokenizers; an error names the file. */
+    qkv_status (*open_run)(struct run_dir *r);
 } task_ops;
 
 /* The part of a task the training loop sees; implementations embed it as their first member. */

@@ -171,6 +171,12 @@ TEST(cli_image_learns_and_agrees_with_the_library) {
     snprintf(cmd, sizeof cmd, "grep -c 'r1c0' %s/maps/index.html", r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 0 && atoi(out) >= 1, "index.html lacks r1c0: %s",
               out);
+    /* a task.conf that names a task of token models: the run is refused, naming both sides */
+    snprintf(cmd, sizeof cmd, "printf 'task = classify\\n' > %s/task.conf && %s eval %s %s", r.run_dir, QKV_CLI_PATH,
+             r.run_dir, r.dev);
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
+                  strstr(out, "an image model, but task.conf says task = classify, whose models read tokens"),
+              "image model under task = classify: %s", out);
 
     qkv_ctx_free(ctx);
     qkv_model_free(m);

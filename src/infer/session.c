@@ -226,6 +226,7 @@ qkv_status qkv_session_new(const qkv_model *m, const qkv_session_params *p, qkv_
         s->backend = s->ctx->backend;
         s->with_panels = *s->backend;
         s->with_panels.panels = s->panels;
+        s->with_panels.linear_panels = qkv__backend_linear_panels;
         s->measuring = *s->backend;
         s->measuring.measure_only = true;
     }

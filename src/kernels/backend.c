@@ -50,3 +50,8 @@ static const qkv_backend *const backends[] = {
 const qkv_backend *qkv__backend_of(qkv_kernels kind) {
     return (unsigned)kind < sizeof backends / sizeof *backends ? backends[kind] : NULL;
 }
+
+bool qkv__backend_linear_panels(const qkv_backend *be, int64_t m, int64_t n, int64_t k, const qkv_real *x,
+                                const qkv_real *w, const qkv_real *bias, qkv_real *y) {
+    return be->panels && be->weight_panels && qkv__panels_linear(be->panels, m, n, k, x, w, bias, y);
+}

@@ -62,7 +62,12 @@ typedef struct qkv_backend {
     bool weight_panels;
     /* Set only in the copies of a backend that a decoding session runs its steps on
      * (src/infer/session.c); NULL / false in the tables below. */
-    struct qkv__panels *panels; /* the session's weight panels: linear multiplies from them */
+    struct qkv__panels *panels; /* the session's weight panels */
+    /* Optional, set with panels: y (m, n) = x (m, k) W^T (+ bias) from the session's panels of the
+     * parameter W (the bits of gemm's small-M kernel); false when it does not take this product
+     * (y untouched). The linear op calls it for a parameter's weight before anything else. */
+    bool (*linear_panels)(const struct qkv_backend *be, int64_t m, int64_t n, int64_t k, const qkv_real *x,
+                          const qkv_real *w, const qkv_real *bias, qkv_real *y);
     /* The session's arena measure run: every op allocates what it always does, but the products,
      * the cached attention and its gathers write zeros instead of computing, so the run reaches
      * the arena's high-water mark without streaming the weights. Outputs are meaningless. */
@@ -71,6 +76,10 @@ typedef struct qkv_backend {
 
 extern const qkv_backend qkv_backend_cpu;
 extern const qkv_backend qkv_backend_ref;
+
+/* linear_panels of a session's backend copy: qkv__panels_linear on be->panels. */
+bool qkv__backend_linear_panels(const qkv_backend *be, int64_t m, int64_t n, int64_t k, const qkv_real *x,
+                                const qkv_real *w, const qkv_real *bias, qkv_real *y);
 
 /* The backend of a kernel set: the one place a context's kernels are chosen. NULL for a value
  * that names no backend (the API's checks of qkv_kernels ask here). */

@@ -8,7 +8,6 @@
  */
 #include "../core/internal.h"
 #include "../kernels/backend.h"
-#include "../kernels/gemm/gemm.h"
 #include "ops_internal.h"
 
 #include <limits.h>
@@ -79,9 +78,9 @@ qkv_tensor *qkv__linear_compute(qkv_ctx *ctx, const char *op, qkv_tensor **x, qk
         return y;
     }
     /* a decoding session's weight panels: the bits of qkv_gemm's small-M kernel below */
-    if (ctx->backend->panels && w_param && ctx->backend->weight_panels &&
-        qkv__panels_linear(ctx->backend->panels, N, O, I, qkv__data(*x), qkv__data(*weight),
-                           *bias ? qkv__data(*bias) : NULL, yd))
+    if (w_param && ctx->backend->linear_panels &&
+        ctx->backend->linear_panels(ctx->backend, N, O, I, qkv__data(*x), qkv__data(*weight),
+                                    *bias ? qkv__data(*bias) : NULL, yd))
         return y;
     /* qkv_gemm's small-M kernel or packed GEMM add the bias as they write y (the same bits as the
      * two steps below) */

@@ -174,6 +174,7 @@ TEST(panels_take_parameters_only_in_qkv_linear) {
     qkv__gemm_small_m(M, N, K, 1, xv, K, wv + N * K, K, 0, want, N); /* rows N .. 2N of w */
     qkv_backend with_panels = *ctx->backend; /* as a decoding session runs its steps */
     with_panels.panels = p;
+    with_panels.linear_panels = qkv__backend_linear_panels;
     const qkv_backend *plain = ctx->backend;
     ctx->backend = &with_panels;
     qkv_tensor *x = qkv_tensor_from(ctx, QKV_REAL, 2, (const int64_t[]){M, K}, xv);

@@ -292,11 +292,10 @@ static int parse_args(int argc, char **argv, train_run *r, bool *resume, char **
 
 /* The configuration file, the --set overrides, the task: false with the message printed. */
 static bool read_config(train_run *r, char **sets, int n_sets) {
-    static const char *const nonfinite_names[] = {"stop", "skip"};
     bool ok = config_load(&r->cfg, r->config_path);
     for (int i = 0; ok && i < n_sets; i++) ok = config_set(&r->cfg, sets[i]);
     ok = ok && task_create(&r->cfg, &r->tk) &&
-         config_enum(&r->cfg, "train.nonfinite", NONFINITE_STOP, nonfinite_names, 2, &r->nonfinite) &&
+         config_switch(&r->cfg, "train.nonfinite", SWITCH_NONFINITE, NONFINITE_STOP, &r->nonfinite) &&
          config_check_unused(&r->cfg);
     if (ok && (!r->tk->s.train_path || !r->tk->s.dev_path || !r->tk->s.out_dir)) {
         snprintf(r->cfg.error, sizeof r->cfg.error, "%s: data.train, data.dev and out.dir are required", r->config_path);

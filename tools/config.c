@@ -262,6 +262,31 @@ bool config_enum(config *cfg, const char *key, int def, const char *const *names
     return fail(cfg, e, "%s = '%s' is not one of: %s", key, e->value, list);
 }
 
+static const char *const path_names[] = {"auto", "fused", "composed"};
+static const char *const nonfinite_names[] = {"stop", "skip"};
+static const char *const universal_names[] = {"none", "brown"};
+static const char *const pooling_names[] = {"cls", "mean"};
+static const char *const unit_names[] = {"char", "word"};
+static const char *const long_lines_names[] = {"error", "split", "skip"};
+#define SWITCH(k, names) {k, (int)(sizeof names / sizeof *names), names}
+static const config_switch_info switches[SWITCH_COUNT] = {
+    [SWITCH_ATTENTION_PATH] = SWITCH("model.attention.path", path_names),
+    [SWITCH_NONFINITE] = SWITCH("train.nonfinite", nonfinite_names),
+    [SWITCH_UNIVERSAL] = SWITCH("eval.universal", universal_names),
+    [SWITCH_POOLING] = SWITCH("image.pooling", pooling_names),
+    [SWITCH_UNIT] = SWITCH("data.unit", unit_names),
+    [SWITCH_LONG_LINES] = SWITCH("data.long_lines", long_lines_names),
+};
+#undef SWITCH
+
+const config_switch_info *config_switch_table(config_switch_id id) {
+    return (unsigned)id < SWITCH_COUNT ? &switches[id] : NULL;
+}
+
+bool config_switch(config *cfg, const char *key, config_switch_id id, int def, int *out) {
+    return config_enum(cfg, key, def, switches[id].names, switches[id].count, out);
+}
+
 bool config_registry(config *cfg, const char *key, qkv_registry_id id, int def, int *out) {
     const qkv_registry *r = qkv_registry_get(id);
     const char *names[64];

@@ -56,6 +56,30 @@ bool config_enum(config *cfg, const char *key, int def, const char *const *names
 /* A name of the library's enumeration `id` (qkv_registry.h) -> its enum value; def is a value. */
 bool config_registry(config *cfg, const char *key, qkv_registry_id id, int def, int *out);
 
+/* The CLI's own switches, settings of the tools rather than enumerations of the library: one
+ * table (config_switch_table in config.c) names the values of each, config_switch reads them,
+ * and a test checks that docs/cli.md's row of each key names every value. */
+typedef enum config_switch_id {
+    SWITCH_ATTENTION_PATH, /* model.attention.path (and the cross-attention's): auto, fused, composed */
+    SWITCH_NONFINITE,      /* train.nonfinite: stop, skip */
+    SWITCH_UNIVERSAL,      /* eval.universal: none, brown */
+    SWITCH_POOLING,        /* image.pooling: cls, mean */
+    SWITCH_UNIT,           /* data.unit: char, word */
+    SWITCH_LONG_LINES,     /* data.long_lines: error, split, skip */
+    SWITCH_COUNT
+} config_switch_id;
+
+typedef struct config_switch_info {
+    const char *key; /* the key of its row in docs/cli.md */
+    int count;
+    const char *const *names; /* value i is names[i] */
+} config_switch_info;
+
+const config_switch_info *config_switch_table(config_switch_id id);
+/* The value of switch `id` at key (its own key, or another that takes the same values) -> its
+ * index; def is an index. */
+bool config_switch(config *cfg, const char *key, config_switch_id id, int def, int *out);
+
 /* Record a problem with the value of key (read before) in cfg->error as "FILE:LINE: message"
  * (or "--set: message"); returns false. */
 bool config_fail(config *cfg, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -38,7 +38,6 @@
 #define MAX_MATRIX 32 /* classes up to which `qkv eval` prints the confusion matrix */
 #define NAME 48       /* bytes of a patch token's name, "r<row>c<column>" */
 
-static const char *pool_names[] = {"cls", "mean"};
 
 /* The numbers of an image: its shape (from the model) and the pixel scale (task.conf). */
 typedef struct image_shape {
@@ -233,7 +232,7 @@ static bool image_create(config *cfg, task **out) {
         !config_int(cfg, "image.channels", 1, 1, 65536, &ch) ||
         !config_int(cfg, "image.patch", 1, 1, 65536, &p) ||
         !config_int(cfg, "image.window", 0, 0, 65536, &window) ||
-        !config_enum(cfg, "image.pooling", 0, pool_names, 2, &pool) ||
+        !config_switch(cfg, "image.pooling", SWITCH_POOLING, 0, &pool) ||
         !config_double(cfg, "data.pixel_scale", 1, 1e-30, 1e30, &t->shape.scale))
         return false;
     if (h == 0 || w == 0) {

@@ -6,23 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *unit_names[] = {"char", "word"};
-static const char *long_names[] = {"error", "split", "skip"};
 
 const char *lm_unit_name(lm_unit u) {
-    return unit_names[u];
+    return config_switch_table(SWITCH_UNIT)->names[u];
 }
 const qkv_tokenizer *lm_unit_tokenizer(lm_unit u) {
     return qkv_tokenizer_shared(u == LM_UNIT_WORD ? QKV_TOKENIZER_WORDS : QKV_TOKENIZER_CHARS);
 }
 const char *lm_long_lines_name(lm_long_lines l) {
-    return long_names[l];
+    return config_switch_table(SWITCH_LONG_LINES)->names[l];
 }
 
 bool lm_read_text_opts(config *cfg, int64_t max_len, lm_text_opts *o) {
     int u = 0, l = 0;
-    if (!config_enum(cfg, "data.unit", 0, unit_names, 2, &u) ||
-        !config_enum(cfg, "data.long_lines", 0, long_names, 3, &l))
+    if (!config_switch(cfg, "data.unit", SWITCH_UNIT, 0, &u) ||
+        !config_switch(cfg, "data.long_lines", SWITCH_LONG_LINES, 0, &l))
         return false;
     *o = (lm_text_opts){
         .unit = (lm_unit)u, .long_lines = (lm_long_lines)l, .max_symbols = max_len - 1};

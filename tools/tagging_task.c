@@ -38,14 +38,13 @@ typedef struct tagging_settings {
     int64_t eval_tokens; /* eval.max_tokens: tokens per evaluation batch */
 } tagging_settings;
 
-static const char *universal_names[] = {"none", "brown"};
 
 /* The tagging keys; with training false the ones of task.conf only. */
 static bool read_tagging(config *cfg, bool training, tagging_settings *ts) {
     int e = 0;
     memset(ts, 0, sizeof *ts);
     if (!config_int(cfg, "data.tag_column", 1, 1, 64, &ts->tag_column) ||
-        !config_enum(cfg, "eval.universal", 0, universal_names, 2, &e))
+        !config_switch(cfg, "eval.universal", SWITCH_UNIVERSAL, 0, &e))
         return false;
     ts->universal = e == 1;
     return !training ||

@@ -167,8 +167,7 @@ bool task_read_attention(config *cfg, const char *prefix, qkv_mha_config *a) {
     if (!config_int(cfg, KEY("relpos_buckets"), a->relpos_buckets, 1, 100000, &v)) return false;
     a->relpos_buckets = (int32_t)v;
     /* which implementation computes scaled dot + softmax attention (qkv_mha_config) */
-    static const char *const path_names[] = {"auto", "fused", "composed"};
-    if (!config_enum(cfg, KEY("path"), a->use_fused ? (a->fused_always ? 1 : 0) : 2, N(path_names), &e))
+    if (!config_switch(cfg, KEY("path"), SWITCH_ATTENTION_PATH, a->use_fused ? (a->fused_always ? 1 : 0) : 2, &e))
         return false;
     a->use_fused = e != 2;
     a->fused_always = e == 1;

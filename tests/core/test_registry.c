@@ -7,6 +7,7 @@
  * that takes it, and the task families of the CLI likewise; and `qkv list` prints them.
  */
 #include "testutil.h"
+#include "config.h"
 #include "tools/cli_util.h"
 #include "task.h"
 
@@ -213,6 +214,20 @@ TEST(docs_list_every_registry_entry) {
             if (listed == excepted)
                 qkv_test_fail(__FILE__, __LINE__, "docs/cli.md, row '%s': %s %s", keys[k].row, quoted,
                               excepted ? "is not accepted there" : "is missing");
+        }
+        free(line);
+    }
+    /* the CLI's own switches (tools/config.c): their rows name every value too */
+    for (int id = 0; id < SWITCH_COUNT; id++) {
+        const config_switch_info *sw = config_switch_table((config_switch_id)id);
+        char start[96];
+        snprintf(start, sizeof start, "| `%s` |", sw->key);
+        char *line = line_starting(doc, start);
+        CHECK_MSG(line != NULL, "docs/cli.md has no row '%s'", start);
+        for (int i = 0; line && i < sw->count; i++) {
+            char quoted[96];
+            snprintf(quoted, sizeof quoted, "`%s`", sw->names[i]);
+            CHECK_MSG(strstr(line, quoted) != NULL, "docs/cli.md, row '%s': %s is missing", start, quoted);
         }
         free(line);
     }

@@ -47,7 +47,6 @@ typedef struct line_words {
     char *copy;
     const char *file;
     int64_t line_no, k, max_len;
-    bool failed; /* add_word's own error */
 } line_words;
 
 static qkv_status add_word(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
@@ -64,7 +63,6 @@ static qkv_status add_word(void *ctx, size_t off, size_t len, const char *sym, s
         l->tok[w->k] = w->copy + off;
         l->tok_len[w->k++] = (int64_t)len;
     }
-    w->failed = st != QKV_OK;
     return st;
 }
 
@@ -81,8 +79,8 @@ qkv_status enc_lines_add(enc_lines *l, const enc_input *in, const char *file, in
      * (the separator after it: once the whole line is cut) and looked up with its features */
     line_words w = {.l = l, .in = in, .copy = copy, .file = file, .line_no = line_no, .k = l->start[l->n],
                     .max_len = max_len};
-    qkv_status st = qkv_tokenizer_split(qkv_tokenizer_shared(QKV_TOKENIZER_WORDS), copy, n, "input", add_word, &w);
-    if (st && !w.failed) st = qkv_set_error(st, "%s:%lld: %s", file, (long long)line_no, qkv_last_error());
+    qkv_status st =
+        input_line_split(qkv_tokenizer_shared(QKV_TOKENIZER_WORDS), file, line_no, copy, n, "input", add_word, &w);
     for (int64_t k = l->start[l->n]; !st && k < w.k; k++) {
         copy[l->tok[k] - copy + l->tok_len[k]] = '\0';
         st = enc_input_token(in, l->tok[k], (size_t)l->tok_len[k], &l->words[k], l->feats + k * F);

@@ -102,3 +102,26 @@ int input_for_each_line(const char *cmd, const char *const *files, int n_files, 
     free(b.p);
     return rc;
 }
+
+/* qkv_tokenizer_split's emit around the caller's: it tells the caller's errors from the
+ * tokenizer's. */
+typedef struct located_sink {
+    qkv_symbol_fn emit;
+    void *ctx;
+    bool failed;
+} located_sink;
+
+static qkv_status located_symbol(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    located_sink *k = ctx;
+    const qkv_status st = k->emit(k->ctx, off, len, sym, sym_len);
+    k->failed = st != QKV_OK;
+    return st;
+}
+
+qkv_status input_line_split(const qkv_tokenizer *tok, const char *file, int64_t line_no, const char *text, size_t len,
+                            const char *what, qkv_symbol_fn emit, void *ctx) {
+    located_sink k = {emit, ctx, false};
+    qkv_status st = qkv_tokenizer_split(tok, text, len, what, located_symbol, &k);
+    if (st && !k.failed) st = qkv_set_error(st, "%s:%lld: %s", file, (long long)line_no, qkv_last_error());
+    return st;
+}

@@ -9,6 +9,8 @@
 #ifndef QKV_TOOLS_INPUT_LINES_H
 #define QKV_TOOLS_INPUT_LINES_H
 
+#include "qkv/qkv_tokenizer.h"
+
 #include <stdint.h>
 
 #define INPUT_LINE_MAX (1 << 20)
@@ -22,5 +24,11 @@ typedef int (*input_line_fn)(void *user, const char *file, int64_t line_no, char
  * value, or 0. */
 int input_for_each_line(const char *cmd, const char *const *files, int n_files, input_line_fn fn,
                         void *user);
+
+/* Cut one input line, text[0, len), with tok and hand each symbol to emit (qkv_tokenizer_split;
+ * what names the text in the tokenizer's messages). A line the tokenizer refuses is an error
+ * "FILE:LINE: <its message>"; emit's own errors come back as they are (they name their place). */
+qkv_status input_line_split(const qkv_tokenizer *tok, const char *file, int64_t line_no, const char *text, size_t len,
+                            const char *what, qkv_symbol_fn emit, void *ctx);
 
 #endif

@@ -269,7 +269,7 @@ static qkv_status encode_line(const qkv_vocab *v, lm_unit unit, const char *file
                    .copy = malloc(2 * len + 1)}; /* each symbol with its NUL */
     if (!s.copy) return qkv_set_error(QKV_ERR_OOM, "out of memory");
     ids[0] = QKV_VOCAB_BOS;
-    qkv_status st = qkv_tokenizer_split(lm_unit_tokenizer(unit), line, len, "prompt", line_symbol, &s);
+    qkv_status st = input_line_split(lm_unit_tokenizer(unit), file, line_no, line, len, "prompt", line_symbol, &s);
     if (st) {
         free(s.copy);
         return st;

@@ -1,5 +1,6 @@
 /* run_dir.c: see run_dir.h. */
 #include "run_dir.h"
+#include "input_lines.h"
 #include "task.h"
 
 #include <stdio.h>
@@ -75,25 +76,20 @@ typedef struct encode_sink {
     int64_t line_no;
     int32_t *ids;
     int64_t n, max;
-    bool failed; /* encode_symbol's own error (already "FILE:LINE: ...") */
 } encode_sink;
 
 static qkv_status encode_symbol(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
     (void)off, (void)len;
     encode_sink *e = ctx;
-    qkv_status st = e->n == e->max ? qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols",
-                                                   e->file, (long long)e->line_no, (long long)e->max)
-                                   : qkv_vocab_lookup(e->r->src, sym, sym_len, true, e->file, e->line_no, &e->ids[e->n++]);
-    e->failed = st != QKV_OK;
-    return st;
+    return e->n == e->max ? qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols",
+                                          e->file, (long long)e->line_no, (long long)e->max)
+                          : qkv_vocab_lookup(e->r->src, sym, sym_len, true, e->file, e->line_no, &e->ids[e->n++]);
 }
 
 qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text,
                           const qkv_tokenizer *tok, int32_t *ids, int64_t max, int64_t *len) {
     encode_sink e = {.r = r, .file = file, .line_no = line_no, .ids = ids, .max = max};
-    qkv_status st = qkv_tokenizer_split(tok, text, strlen(text), "input", encode_symbol, &e);
-    if (st && !e.failed) /* the tokenizer's message: where */
-        st = qkv_set_error(QKV_ERR_FORMAT, "%s:%lld: %s", file, (long long)line_no, qkv_last_error());
+    const qkv_status st = input_line_split(tok, file, line_no, text, strlen(text), "input", encode_symbol, &e);
     *len = e.n;
     return st;
 }

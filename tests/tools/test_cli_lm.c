@@ -339,6 +339,9 @@ TEST(cli_lm_rejects_bad_input) {
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 &&
                   strstr(out, "prompts.txt:2: longer than the model's limit of 39 characters"),
               "long prompt: %s", out);
+    cli_write_file(path, "the cat\nbad \xff byte\n"); /* a prompt the tokenizer refuses: its file and line */
+    CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "prompts.txt:2: invalid UTF-8 at byte 5 of the prompt"),
+              "malformed prompt: %s", out);
     snprintf(cmd, sizeof cmd, "%s eval %s %s/missing.txt", QKV_CLI_PATH, r.run_dir, r.dir);
     CHECK_MSG(cli_exec(cmd, out, sizeof out) == 1 && strstr(out, "missing.txt"), "missing file: %s",
               out);

@@ -60,7 +60,8 @@ bool qkv_ctx_grad_enabled(const qkv_ctx *ctx) { return ctx->grad_enabled; }
 void qkv_ctx_set_training(qkv_ctx *ctx, bool training) { ctx->training = training; }
 bool qkv_ctx_training(const qkv_ctx *ctx) { return ctx->training; }
 void qkv_ctx_set_kernels(qkv_ctx *ctx, qkv_kernels k) {
-    if (qkv__backend_of(k)) ctx->backend = qkv__backend_of(k); /* an unknown set leaves the kernels as they are */
+    const qkv_backend *b = qkv__backend_of(k);
+    if (b) ctx->backend = b; /* an unknown set leaves the kernels as they are */
 }
 qkv_kernels qkv_ctx_kernels(const qkv_ctx *ctx) { return ctx->backend->kind; }
 size_t qkv_ctx_arena_used(const qkv_ctx *ctx) { return ctx->arena.used; }

@@ -11,35 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const qkv__tokenizer_ops *const table[] = {
-    [QKV_TOKENIZER_CHARS] = &qkv__tokenizer_chars,
-    [QKV_TOKENIZER_TOKENS] = &qkv__tokenizer_tokens,
-    [QKV_TOKENIZER_WORDS] = &qkv__tokenizer_words,
-};
-#define N_KINDS ((int)(sizeof table / sizeof *table))
-
-/* The tokenizers that only cut the text share one object each. */
-static const qkv_tokenizer builtins[] = {
+/* Every tokenizer by its kind; these objects are also the shared instances (qkv_tokenizer_shared),
+ * which all of today's tokenizers can be: they take no model file. */
+static const qkv_tokenizer table[] = {
     [QKV_TOKENIZER_CHARS] = {&qkv__tokenizer_chars, NULL},
     [QKV_TOKENIZER_TOKENS] = {&qkv__tokenizer_tokens, NULL},
     [QKV_TOKENIZER_WORDS] = {&qkv__tokenizer_words, NULL},
 };
 
+#define N_KINDS (sizeof table / sizeof *table)
+
 const qkv_tokenizer *qkv_tokenizer_shared(qkv_tokenizer_kind kind) {
-    return (unsigned)kind < sizeof builtins / sizeof *builtins ? &builtins[kind] : NULL;
+    return (unsigned)kind < N_KINDS ? &table[kind] : NULL;
 }
 
 qkv_status qkv_tokenizer_new(qkv_tokenizer_kind kind, const char *model_path, qkv_tokenizer **out) {
     if (!out) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_new: NULL argument");
     *out = NULL;
-    if ((unsigned)kind >= (unsigned)N_KINDS || !table[kind])
+    if ((unsigned)kind >= N_KINDS || !table[kind].ops)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_new: unknown tokenizer kind %d", (int)kind);
     if (model_path)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "tokenizer '%s' takes no model file (given %.200s)",
                          qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)kind), model_path);
     qkv_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return QKV_ERROR(QKV_ERR_OOM, "qkv_tokenizer_new: out of memory");
-    t->ops = table[kind];
+    t->ops = table[kind].ops;
     *out = t;
     return QKV_OK;
 }
@@ -52,8 +48,8 @@ qkv_status qkv_tokenizer_from_name(const char *name, const char *model_path, qkv
 }
 
 void qkv_tokenizer_free(qkv_tokenizer *t) {
-    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
-        if (t == &builtins[i]) return; /* a shared instance lives forever */
+    for (size_t i = 0; i < N_KINDS; i++)
+        if (t == &table[i]) return; /* a shared instance lives forever */
     free(t);
 }
 

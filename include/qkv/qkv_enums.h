@@ -123,7 +123,8 @@ typedef enum qkv_length_penalty { QKV_LENGTH_PENALTY_VALUES(QKV_ENUM_CONSTANT) }
 #define QKV_TOKENIZER_KIND_VALUES(X)                                                               \
     X(QKV_TOKENIZER_CHARS, "chars", "every UTF-8 character is a symbol, spaces included")          \
     X(QKV_TOKENIZER_TOKENS, "tokens", "already tokenized: symbols between single spaces")          \
-    X(QKV_TOKENIZER_WORDS, "words", "maximal runs of bytes other than space and TAB")
+    X(QKV_TOKENIZER_WORDS, "words", "maximal runs of bytes other than space and TAB")              \
+    X(QKV_TOKENIZER_BPE, "bpe", "byte-pair-encoding subwords; its model file from `qkv tokenizer learn`")
 typedef enum qkv_tokenizer_kind { QKV_TOKENIZER_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_tokenizer_kind;
 
 #endif

@@ -73,9 +73,14 @@ int qkv__utf8_char_len(const unsigned char *s, size_t n);
 typedef struct qkv__tokenizer_ops {
     qkv_tokenizer_kind kind;
     const char *unit;      /* its symbols in messages: "characters" */
-    const char *separator; /* put between symbols by qkv_tokenizer_join */
+    const char *separator; /* put between symbols by qkv_tokenizer_join, unless it has a join */
     qkv_status (*split)(const qkv_tokenizer *t, const char *text, size_t len, const char *what, qkv_symbol_fn emit,
                         void *ctx);
+    /* The text of n symbols appended to out (NULL: the symbols with the separator between). */
+    qkv_status (*join)(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n, qkv__buf *out);
+    /* A tokenizer with a model file reads it into its state (NULL: one that takes none). */
+    qkv_status (*load)(const char *path, void **state);
+    void (*free_state)(void *state);
 } qkv__tokenizer_ops;
 
 struct qkv_tokenizer {
@@ -83,6 +88,6 @@ struct qkv_tokenizer {
     void *state; /* a learned tokenizer's model; NULL for those that only cut the text */
 };
 
-extern const qkv__tokenizer_ops qkv__tokenizer_chars, qkv__tokenizer_tokens, qkv__tokenizer_words;
+extern const qkv__tokenizer_ops qkv__tokenizer_chars, qkv__tokenizer_tokens, qkv__tokenizer_words, qkv__tokenizer_bpe;
 
 #endif

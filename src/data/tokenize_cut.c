@@ -50,6 +50,9 @@ static qkv_status split_words(const qkv_tokenizer *t, const char *s, size_t len,
     }
 }
 
-const qkv__tokenizer_ops qkv__tokenizer_chars = {QKV_TOKENIZER_CHARS, "characters", "", split_chars};
-const qkv__tokenizer_ops qkv__tokenizer_tokens = {QKV_TOKENIZER_TOKENS, "tokens", " ", split_tokens};
-const qkv__tokenizer_ops qkv__tokenizer_words = {QKV_TOKENIZER_WORDS, "words", " ", split_words};
+const qkv__tokenizer_ops qkv__tokenizer_chars = {.kind = QKV_TOKENIZER_CHARS, .unit = "characters", .separator = "",
+                                                  .split = split_chars};
+const qkv__tokenizer_ops qkv__tokenizer_tokens = {.kind = QKV_TOKENIZER_TOKENS, .unit = "tokens", .separator = " ",
+                                                   .split = split_tokens};
+const qkv__tokenizer_ops qkv__tokenizer_words = {.kind = QKV_TOKENIZER_WORDS, .unit = "words", .separator = " ",
+                                                  .split = split_words};

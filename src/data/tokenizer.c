@@ -1,8 +1,8 @@
 /*
  * tokenizer.c: the table of tokenizers and the qkv_tokenizer API (qkv_tokenizer.h). A tokenizer is
  * an ops table (data_internal.h) and, for one that learns a model (subwords), its state. Adding a
- * tokenizer is its file (split, and loading its model when it has one), a line in `table` below,
- * and its line in QKV_TOKENIZER_KIND_VALUES (qkv_enums.h: the enum constant and its name).
+ * tokenizer is its file (split; join and loading its model when it has them), a line in `table`
+ * below, and its line in QKV_TOKENIZER_KIND_VALUES (qkv_enums.h: the enum constant and its name).
  */
 #include "data_internal.h"
 
@@ -11,18 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Every tokenizer by its kind; these objects are also the shared instances (qkv_tokenizer_shared),
- * which all of today's tokenizers can be: they take no model file. */
+/* Every tokenizer by its kind; those that take no model file are also the shared instances
+ * (qkv_tokenizer_shared). */
 static const qkv_tokenizer table[] = {
     [QKV_TOKENIZER_CHARS] = {&qkv__tokenizer_chars, NULL},
     [QKV_TOKENIZER_TOKENS] = {&qkv__tokenizer_tokens, NULL},
     [QKV_TOKENIZER_WORDS] = {&qkv__tokenizer_words, NULL},
+    [QKV_TOKENIZER_BPE] = {&qkv__tokenizer_bpe, NULL},
 };
 
 #define N_KINDS (sizeof table / sizeof *table)
 
 const qkv_tokenizer *qkv_tokenizer_shared(qkv_tokenizer_kind kind) {
-    return (unsigned)kind < N_KINDS ? &table[kind] : NULL;
+    return (unsigned)kind < N_KINDS && table[kind].ops && !table[kind].ops->load ? &table[kind] : NULL;
+}
+
+bool qkv_tokenizer_takes_model(qkv_tokenizer_kind kind) {
+    return (unsigned)kind < N_KINDS && table[kind].ops && table[kind].ops->load;
 }
 
 qkv_status qkv_tokenizer_new(qkv_tokenizer_kind kind, const char *model_path, qkv_tokenizer **out) {
@@ -30,12 +35,23 @@ qkv_status qkv_tokenizer_new(qkv_tokenizer_kind kind, const char *model_path, qk
     *out = NULL;
     if ((unsigned)kind >= N_KINDS || !table[kind].ops)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_new: unknown tokenizer kind %d", (int)kind);
-    if (model_path)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "tokenizer '%s' takes no model file (given %.200s)",
-                         qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)kind), model_path);
+    const qkv__tokenizer_ops *ops = table[kind].ops;
+    const char *name = qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)kind);
+    if (model_path && !ops->load)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "tokenizer '%s' takes no model file (given %.200s)", name, model_path);
+    if (!model_path && ops->load)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "tokenizer '%s' needs its model file (qkv tokenizer learn writes one)",
+                         name);
     qkv_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return QKV_ERROR(QKV_ERR_OOM, "qkv_tokenizer_new: out of memory");
-    t->ops = table[kind].ops;
+    t->ops = ops;
+    if (ops->load) {
+        qkv_status st = ops->load(model_path, &t->state);
+        if (st) {
+            free(t);
+            return st;
+        }
+    }
     *out = t;
     return QKV_OK;
 }
@@ -50,6 +66,7 @@ qkv_status qkv_tokenizer_from_name(const char *name, const char *model_path, qkv
 void qkv_tokenizer_free(qkv_tokenizer *t) {
     for (size_t i = 0; i < N_KINDS; i++)
         if (t == &table[i]) return; /* a shared instance lives forever */
+    if (t && t->state) t->ops->free_state(t->state);
     free(t);
 }
 
@@ -86,22 +103,27 @@ qkv_status qkv_tokenizer_join(const qkv_tokenizer *t, const char *const *syms, c
                               char *out, size_t size, size_t *out_len) {
     if (!t || n < 0 || (n && (!syms || !lens)) || (!out && size))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_join: bad argument");
-    const char *sep = t->ops->separator;
-    const size_t sep_len = strlen(sep);
-    size_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         if (!syms[i] && lens[i]) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_join: NULL symbol %lld", (long long)i);
-        const char *parts[2] = {sep, syms[i]};
-        const size_t part_len[2] = {i ? sep_len : 0, lens[i]};
-        for (int p = 0; p < 2; p++) {
-            if (total < size && part_len[p]) { /* copy what fits before the NUL */
-                const size_t k = part_len[p] < size - total ? part_len[p] : size - total;
-                memcpy(out + total, parts[p], k);
-            }
-            total += part_len[p];
+    qkv__buf text = {0};
+    qkv_status st = QKV_OK;
+    if (t->ops->join) {
+        st = t->ops->join(t, syms, lens, n, &text);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            if (i) qkv__buf_str(&text, t->ops->separator);
+            qkv__buf_add(&text, syms[i], lens[i]);
         }
     }
-    if (size) out[total < size ? total : size - 1] = '\0';
-    if (out_len) *out_len = total;
-    return QKV_OK;
+    if (!st && text.oom) st = QKV_ERROR(QKV_ERR_OOM, "qkv_tokenizer_join: out of memory");
+    if (!st) {
+        if (size) { /* what fits before the NUL */
+            const size_t k = text.n < size ? text.n : size - 1;
+            if (k) memcpy(out, text.p, k);
+            out[k] = '\0';
+        }
+        if (out_len) *out_len = text.n;
+    }
+    qkv__buf_free(&text);
+    return st;
 }

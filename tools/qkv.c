@@ -17,6 +17,7 @@ static const qkv_command commands[] = {
     {"attn", "attention maps of every layer and head for one input: SVG, PNG, HTML, terminal", qkv_cmd_attn},
     {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
     {"data", "prepare the split files of the real data sets; check data files", qkv_cmd_data},
+    {"tokenizer", "learn a subword (BPE) model; cut text into symbols and join them back", qkv_cmd_tokenizer},
     {"list", "the names configuration and model files accept: score functions, normalisers, ...", qkv_cmd_list},
 };
 

@@ -21,6 +21,12 @@ bool seq2seq_read_tokenizers(config *cfg, seq2seq_settings *s) {
         return config_fail(cfg, "data.src_tokens",
                            "data.src_tokens = true says data.src_tokenizer = tokens, but data.src_tokenizer = %s",
                            src_name);
+    for (int side = 0; side < 2; side++) /* a run does not carry a tokenizer's model file */
+        if (qkv_tokenizer_takes_model((qkv_tokenizer_kind)(side ? tgt : src)))
+            return config_fail(cfg, side ? "data.tgt_tokenizer" : "data.src_tokenizer",
+                               "'%s' needs its model file, which a training run does not take: cut the files with "
+                               "`qkv tokenizer encode` and train on them with the tokenizer 'tokens'",
+                               qkv_registry_name(QKV_REGISTRY_TOKENIZER, side ? tgt : src));
     s->src_tokenizer = (qkv_tokenizer_kind)src;
     s->tgt_tokenizer = (qkv_tokenizer_kind)tgt;
     return true;

@@ -13,6 +13,7 @@
  *   qkv_train.h     the trainer: steps, scheduled sampling, guided attention, checkpoints
  *   qkv_data.h      vocabularies, corpora, datasets, batching, metrics, word features
  *   qkv_tokenizer.h text <-> symbols: characters, pre-tokenized tokens, words
+ *   qkv_mt_metrics.h corpus BLEU, chrF / chrF++ as sacreBLEU defines them, bootstrap intervals
  *   qkv_viz.h       attention maps and training curves: SVG, PNG, HTML, terminal
  *   qkv_registry.h  the names, values and help of every enumeration above
  */
@@ -30,6 +31,7 @@
 #include "qkv_train.h"
 #include "qkv_data.h"
 #include "qkv_tokenizer.h"
+#include "qkv_mt_metrics.h"
 #include "qkv_viz.h"
 #include "qkv_registry.h"
 

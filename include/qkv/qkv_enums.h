@@ -127,4 +127,20 @@ typedef enum qkv_length_penalty { QKV_LENGTH_PENALTY_VALUES(QKV_ENUM_CONSTANT) }
     X(QKV_TOKENIZER_BPE, "bpe", "byte-pair-encoding subwords; its model file from `qkv tokenizer learn`")
 typedef enum qkv_tokenizer_kind { QKV_TOKENIZER_KIND_VALUES(QKV_ENUM_CONSTANT) } qkv_tokenizer_kind;
 
+/* ---- translation metrics (qkv_mt_metrics.h) ---------------------------------------------------- */
+
+/* BLEU's tokenizer (registry "bleu_tokenizer"), sacreBLEU's names */
+#define QKV_BLEU_TOKENIZER_VALUES(X)                                                               \
+    X(QKV_BLEU_TOK_13A, "13a", "mteval-v13a: punctuation split off (sacreBLEU's default)")         \
+    X(QKV_BLEU_TOK_NONE, "none", "split at whitespace only: the text is tokenized already")
+typedef enum qkv_bleu_tokenizer { QKV_BLEU_TOKENIZER_VALUES(QKV_ENUM_CONSTANT) } qkv_bleu_tokenizer;
+
+/* BLEU's smoothing of zero n-gram matches (registry "bleu_smooth"), sacreBLEU's names */
+#define QKV_BLEU_SMOOTH_VALUES(X)                                                                  \
+    X(QKV_BLEU_SMOOTH_EXP, "exp", "the k-th order without a match counts 1 / 2^k (sacreBLEU's default)") \
+    X(QKV_BLEU_SMOOTH_NONE, "none", "no smoothing: a zero precision makes BLEU 0")                 \
+    X(QKV_BLEU_SMOOTH_FLOOR, "floor", "a zero count of matches becomes the smoothing value (0.1)") \
+    X(QKV_BLEU_SMOOTH_ADD_K, "add-k", "orders 2 and up: matches and totals both + k (1)")
+typedef enum qkv_bleu_smooth { QKV_BLEU_SMOOTH_VALUES(QKV_ENUM_CONSTANT) } qkv_bleu_smooth;
+
 #endif

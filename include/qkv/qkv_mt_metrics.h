@@ -22,6 +22,7 @@
 #define QKV_MT_METRICS_H
 
 #include "qkv_base.h"
+#include "qkv_enums.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,17 +57,8 @@ extern "C" {
 
 #define QKV_BLEU_MAX_ORDER 8
 
-typedef enum qkv_bleu_tokenizer {
-    QKV_BLEU_TOK_13A = 0, /* mteval-v13a: sacreBLEU's tokenizer_13a.py (default) */
-    QKV_BLEU_TOK_NONE = 1 /* split at whitespace only */
-} qkv_bleu_tokenizer;
-
-typedef enum qkv_bleu_smooth {
-    QKV_BLEU_SMOOTH_EXP = 0, /* default */
-    QKV_BLEU_SMOOTH_NONE = 1,
-    QKV_BLEU_SMOOTH_FLOOR = 2,
-    QKV_BLEU_SMOOTH_ADD_K = 3
-} qkv_bleu_smooth;
+/* qkv_bleu_tokenizer (13a, none) and qkv_bleu_smooth (exp, none, floor, add-k): qkv_enums.h; their
+ * names are those of the registries "bleu_tokenizer" and "bleu_smooth" (qkv_registry.h). */
 
 typedef struct qkv_bleu_opts {
     qkv_bleu_tokenizer tokenizer;
@@ -79,13 +71,6 @@ typedef struct qkv_bleu_opts {
 
 /* sacreBLEU's defaults: 13a, mixed case, exp, N = 4, no effective order. */
 QKV_API qkv_bleu_opts qkv_bleu_opts_default(void);
-/* "13a", "none"; NULL out of range. */
-QKV_API const char *qkv_bleu_tokenizer_name(qkv_bleu_tokenizer t);
-/* "exp", "none", "floor", "add-k"; NULL out of range. */
-QKV_API const char *qkv_bleu_smooth_name(qkv_bleu_smooth s);
-/* The value of that name, -1 when there is none. */
-QKV_API int qkv_bleu_tokenizer_from_name(const char *name);
-QKV_API int qkv_bleu_smooth_from_name(const char *name);
 
 /* Sufficient statistics of one sentence or of a sum of sentences. Start from {0}. */
 typedef struct qkv_bleu_stats {

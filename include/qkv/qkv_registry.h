@@ -21,6 +21,8 @@
  *   decode_strategy     qkv_decode_strategy (QKV_DECODE_STRATEGY_VALUES) infer/decode.c
  *   length_penalty      qkv_length_penalty (QKV_LENGTH_PENALTY_VALUES)   infer/beam.c
  *   tokenizer           qkv_tokenizer_kind (QKV_TOKENIZER_KIND_VALUES)   data/tokenizer.c
+ *   bleu_tokenizer      qkv_bleu_tokenizer (QKV_BLEU_TOKENIZER_VALUES)   data/bleu.c
+ *   bleu_smooth         qkv_bleu_smooth (QKV_BLEU_SMOOTH_VALUES)         data/bleu.c
  */
 #ifndef QKV_REGISTRY_H
 #define QKV_REGISTRY_H
@@ -58,6 +60,8 @@ typedef enum qkv_registry_id {
     QKV_REGISTRY_DECODE_STRATEGY,
     QKV_REGISTRY_LENGTH_PENALTY,
     QKV_REGISTRY_TOKENIZER,
+    QKV_REGISTRY_BLEU_TOKENIZER,
+    QKV_REGISTRY_BLEU_SMOOTH,
     QKV_REGISTRY_COUNT
 } qkv_registry_id;
 

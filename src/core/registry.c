@@ -41,6 +41,10 @@ TABLE(length_penalty, "length_penalty", "beam search length penalty", "qkv_lengt
 
 TABLE(tokenizer, "tokenizer", "tokenizer", "qkv_tokenizer_kind", QKV_TOKENIZER_KIND_VALUES)
 
+TABLE(bleu_tokenizer, "bleu_tokenizer", "BLEU's tokenizer", "qkv_bleu_tokenizer", QKV_BLEU_TOKENIZER_VALUES)
+
+TABLE(bleu_smooth, "bleu_smooth", "BLEU's smoothing", "qkv_bleu_smooth", QKV_BLEU_SMOOTH_VALUES)
+
 static const qkv_registry *const registries[QKV_REGISTRY_COUNT] = {
     [QKV_REGISTRY_ARCH] = &arch,
     [QKV_REGISTRY_POS] = &pos,
@@ -54,6 +58,8 @@ static const qkv_registry *const registries[QKV_REGISTRY_COUNT] = {
     [QKV_REGISTRY_DECODE_STRATEGY] = &decode_strategy,
     [QKV_REGISTRY_LENGTH_PENALTY] = &length_penalty,
     [QKV_REGISTRY_TOKENIZER] = &tokenizer,
+    [QKV_REGISTRY_BLEU_TOKENIZER] = &bleu_tokenizer,
+    [QKV_REGISTRY_BLEU_SMOOTH] = &bleu_smooth,
 };
 
 const qkv_registry *qkv_registry_get(qkv_registry_id id) {

@@ -19,32 +19,11 @@
  */
 #include "mt_internal.h"
 
+#include "qkv/qkv_registry.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const tokenizer_names[] = {"13a", "none"};
-static const char *const smooth_names[] = {"exp", "none", "floor", "add-k"};
-
-const char *qkv_bleu_tokenizer_name(qkv_bleu_tokenizer t) {
-    return (unsigned)t < 2 ? tokenizer_names[t] : NULL;
-}
-
-const char *qkv_bleu_smooth_name(qkv_bleu_smooth s) {
-    return (unsigned)s < 4 ? smooth_names[s] : NULL;
-}
-
-int qkv_bleu_tokenizer_from_name(const char *name) {
-    for (int i = 0; name && i < 2; i++)
-        if (strcmp(name, tokenizer_names[i]) == 0) return i;
-    return -1;
-}
-
-int qkv_bleu_smooth_from_name(const char *name) {
-    for (int i = 0; name && i < 4; i++)
-        if (strcmp(name, smooth_names[i]) == 0) return i;
-    return -1;
-}
 
 qkv_bleu_opts qkv_bleu_opts_default(void) {
     return (qkv_bleu_opts){QKV_BLEU_TOK_13A, false, QKV_BLEU_SMOOTH_EXP, -1.0, 4, false};
@@ -52,10 +31,10 @@ qkv_bleu_opts qkv_bleu_opts_default(void) {
 
 static qkv_status check_opts(const char *who, const qkv_bleu_opts *o) {
     if (!o) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL options", who);
-    if (!qkv_bleu_tokenizer_name(o->tokenizer))
+    if (!qkv_registry_name(QKV_REGISTRY_BLEU_TOKENIZER, (int)o->tokenizer))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: unknown tokenizer %d (13a, none)", who,
                          (int)o->tokenizer);
-    if (!qkv_bleu_smooth_name(o->smooth))
+    if (!qkv_registry_name(QKV_REGISTRY_BLEU_SMOOTH, (int)o->smooth))
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "%s: unknown smoothing method %d (exp, none, floor, add-k)", who,
                          (int)o->smooth);
@@ -208,7 +187,7 @@ qkv_status qkv_bleu_tokenize(const char *text, size_t len, qkv_bleu_tokenizer to
     if (!out || (!text && len))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_bleu_tokenize: NULL argument");
     *out = NULL;
-    if (!qkv_bleu_tokenizer_name(tokenizer))
+    if (!qkv_registry_name(QKV_REGISTRY_BLEU_TOKENIZER, (int)tokenizer))
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_bleu_tokenize: unknown tokenizer %d",
                          (int)tokenizer);
     work w = {0};

@@ -13,6 +13,8 @@
  */
 #include "mt_internal.h"
 
+#include "qkv/qkv_registry.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,8 +61,8 @@ qkv_status qkv_bleu_signature(const qkv_bleu_opts *opts, const qkv_bleu_stats *s
     static const char who[] = "qkv_bleu_signature";
     if (!opts || !stats || !buf || size == 0)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL argument or empty buffer", who);
-    const char *tok = qkv_bleu_tokenizer_name(opts->tokenizer),
-               *smooth = qkv_bleu_smooth_name(opts->smooth);
+    const char *tok = qkv_registry_name(QKV_REGISTRY_BLEU_TOKENIZER, (int)opts->tokenizer),
+               *smooth = qkv_registry_name(QKV_REGISTRY_BLEU_SMOOTH, (int)opts->smooth);
     if (!tok || !smooth)
         return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: unknown tokenizer or smoothing", who);
     if (stats->sentences == 0)

@@ -7,6 +7,7 @@
  * (a corpus against itself scores 100, the order of the sentences does not matter), the
  * bootstrap, and refusals of bad input. */
 #include "data_testutil.h"
+#include "qkv/qkv_registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -525,11 +526,14 @@ TEST(bleu_refuses_bad_input) {
     CHECK_ERR(qkv_bleu_signature(&o, &none, NULL, sig, sizeof sig), QKV_ERR_INVALID_ARG,
               "no sentence");
     /* names */
-    CHECK(qkv_bleu_tokenizer_from_name("13a") == QKV_BLEU_TOK_13A);
-    CHECK(qkv_bleu_tokenizer_from_name("intl") == -1);
-    CHECK(qkv_bleu_smooth_from_name("add-k") == QKV_BLEU_SMOOTH_ADD_K);
-    CHECK(strcmp(qkv_bleu_smooth_name(QKV_BLEU_SMOOTH_FLOOR), "floor") == 0);
-    CHECK(qkv_bleu_smooth_name((qkv_bleu_smooth)4) == NULL);
+    int v = -1;
+    CHECK_OK(qkv_registry_parse(QKV_REGISTRY_BLEU_TOKENIZER, "13a", &v));
+    CHECK(v == QKV_BLEU_TOK_13A);
+    CHECK_ERR(qkv_registry_parse(QKV_REGISTRY_BLEU_TOKENIZER, "intl", &v), QKV_ERR_INVALID_ARG, "13a, none");
+    CHECK_OK(qkv_registry_parse(QKV_REGISTRY_BLEU_SMOOTH, "add-k", &v));
+    CHECK(v == QKV_BLEU_SMOOTH_ADD_K);
+    CHECK(strcmp(qkv_registry_name(QKV_REGISTRY_BLEU_SMOOTH, QKV_BLEU_SMOOTH_FLOOR), "floor") == 0);
+    CHECK(qkv_registry_name(QKV_REGISTRY_BLEU_SMOOTH, 4) == NULL);
 }
 
 TEST(bleu_signature_options) {

@@ -18,6 +18,7 @@ static const qkv_command commands[] = {
     {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
     {"data", "prepare the split files of the real data sets; check data files", qkv_cmd_data},
     {"tokenizer", "learn a subword (BPE) model; cut text into symbols and join them back", qkv_cmd_tokenizer},
+    {"score", "BLEU, chrF and chrF++ of hypotheses against references, as sacreBLEU computes them", qkv_cmd_score},
     {"list", "the names configuration and model files accept: score functions, normalisers, ...", qkv_cmd_list},
 };
 

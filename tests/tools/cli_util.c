@@ -4,11 +4,25 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+int cli_execf(char *out, size_t size, const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof cmd) {
+        snprintf(out, size, "cli_execf: the command is longer than %zu bytes", sizeof cmd);
+        return -1;
+    }
+    return cli_exec(cmd, out, size);
+}
 
 int cli_exec(const char *cmd, char *out, size_t size) {
     char full[4096];

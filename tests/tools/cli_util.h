@@ -17,6 +17,8 @@
  * beginning of the output, the rest its end when it is longer); return the exit status (-1 when
  * it did not exit). The output is read to the end so the command never dies of SIGPIPE. */
 int cli_exec(const char *cmd, char *out, size_t size);
+/* cli_exec of the command that fmt and its arguments print (at most 4 KiB). */
+int cli_execf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 void cli_write_file(const char *path, const char *text);
 bool cli_exists(const char *path);

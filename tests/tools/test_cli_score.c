@@ -8,19 +8,8 @@
 #include "cli_util.h"
 #include "harness.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static int run(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t size, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return cli_exec(cmd, out, size);
-}
 
 TEST(cli_score) {
     cli_run r;
@@ -37,44 +26,44 @@ TEST(cli_score) {
     cli_write_file(ref1, "The dog bit the man.\nIt was not unexpected.\nThe man bit him first.\n");
     cli_write_file(ref2, "The dog bit the man.\nNo one was surprised.\nThe man had bitten the dog.\n");
     cli_write_file(hyp, "The dog bit the man.\nIt wasn't surprising.\nThe man had just bitten him.\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s %s -i %s --width 2", ref1, ref2, hyp) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s %s -i %s --width 2", ref1, ref2, hyp) == 0);
     CHECK_MSG(!strcmp(out, "BLEU|nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.0.0 = 48.53 82.4/50.0/45.5/37.5 "
                            "(BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)\n"
                            "chrF2|nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.0.0 = 59.73\n"),
               "qkv score printed '%s'", out);
-    CHECK(run(again, sizeof again, QKV_CLI_PATH " score %s %s --width 2 < %s", ref1, ref2, hyp) == 0);
+    CHECK(cli_execf(again, sizeof again, QKV_CLI_PATH " score %s %s --width 2 < %s", ref1, ref2, hyp) == 0);
     CHECK(!strcmp(out, again));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics chrf++ --lowercase", ref1, hyp) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics chrf++ --lowercase", ref1, hyp) == 0);
     CHECK(strstr(out, "chrF2++|nrefs:1|case:lc|eff:yes|nc:6|nw:2|space:no|version:2.0.0 = ") && !strstr(out, "BLEU"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics bleu --tokenize none --smooth floor", ref1,
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics bleu --tokenize none --smooth floor", ref1,
               hyp) == 0);
     CHECK(strstr(out, "BLEU|nrefs:1|case:mixed|eff:no|tok:none|smooth:floor[0.10]|version:2.0.0 = "));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s %s -i %s --confidence --resamples 200 --seed 7", ref1, ref2,
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s %s -i %s --confidence --resamples 200 --seed 7", ref1, ref2,
               hyp) == 0);
     CHECK(strstr(out, "BLEU|nrefs:2|bs:200|seed:7|") && strstr(out, "(μ = "));
-    CHECK(run(again, sizeof again, QKV_CLI_PATH " score %s %s -i %s --confidence --resamples 200 --seed 7", ref1, ref2,
+    CHECK(cli_execf(again, sizeof again, QKV_CLI_PATH " score %s %s -i %s --confidence --resamples 200 --seed 7", ref1, ref2,
               hyp) == 0);
     CHECK(!strcmp(out, again));
 
     /* bad input */
     cli_write_file(bad, "one\ntwo\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s", bad, hyp) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s", bad, hyp) == 1);
     CHECK(strstr(out, "bad.txt has 2 lines, the hypotheses (") && strstr(out, "hyp.txt) 3"));
     cli_write_file(bad, "The dog.\nIt \xc3(.\nThe man.\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s", ref1, bad) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s", ref1, bad) == 1);
     CHECK(strstr(out, "qkv score: ") && strstr(out, "bad.txt:2: ") && strstr(out, "UTF-8"));
     cli_write_file(bad, "");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s", bad, bad) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s", bad, bad) == 1);
     CHECK(strstr(out, "bad.txt: no hypothesis to score"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s/none.txt", ref1, r.dir) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s/none.txt", ref1, r.dir) == 1);
     CHECK(strstr(out, "none.txt: cannot open"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics bleu,ter", ref1, hyp) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s --metrics bleu,ter", ref1, hyp) == 2);
     CHECK(strstr(out, "unknown metric 'ter' in --metrics (bleu, chrf, chrf++)"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s --tokenize intl", ref1, hyp) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s --tokenize intl", ref1, hyp) == 2);
     CHECK(strstr(out, "--tokenize: ") && strstr(out, "'intl'") && strstr(out, "13a, none"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score -i %s", hyp) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score -i %s", hyp) == 2);
     CHECK(strstr(out, "no reference file"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " score %s -i %s --width 11", ref1, hyp) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " score %s -i %s --width 11", ref1, hyp) == 2);
     CHECK(strstr(out, "--width needs an integer in 0..10 (got '11')"));
     cli_run_remove(&r);
 }

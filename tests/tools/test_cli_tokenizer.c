@@ -11,22 +11,11 @@
 #include "cli_util.h"
 #include "harness.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define M "\xe2\x96\x81"
-
-static int run(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t size, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return cli_exec(cmd, out, size);
-}
 
 TEST(cli_tokenizer_learn_encode_decode) {
     cli_run r;
@@ -45,7 +34,7 @@ TEST(cli_tokenizer_learn_encode_decode) {
     const char *want_model = "#qkv-bpe 1\n#byte-fallback: yes\n#alphabet: deilnorstw\n#merges: 15\n"
                              "s t\ne st\n" M " l\n" M "l o\n" M "lo w\n" M " n\n" M "n e\n" M "ne w\n" M "new est\n" M
                              " w\n" M "w i\n" M "wi d\n" M "wid est\n" M "low e\n" M "lowe r\n";
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s %s", model, a, b) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s %s", model, a, b) == 0);
     CHECK(strstr(out, "m.bpe: 15 merges, 11 characters (4 lines): no pair left at --min-frequency"));
     char want_path[160];
     snprintf(want_path, sizeof want_path, "%s/want.bpe", r.dir);
@@ -54,38 +43,38 @@ TEST(cli_tokenizer_learn_encode_decode) {
     /* the same from the second field of a pairs file, and from stdin */
     cli_write_file(pairs, "1\tlow low low low low\n2\tlower lower\n3\tnewest newest newest newest newest newest\n"
                           "4\twidest widest widest\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn --field 2 -o %s %s", model, pairs) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --field 2 -o %s %s", model, pairs) == 0);
     CHECK(cli_same_file(model, want_path));
-    CHECK(run(out, sizeof out, "cat %s %s | " QKV_CLI_PATH " tokenizer learn -o %s", a, b, model) == 0);
+    CHECK(cli_execf(out, sizeof out, "cat %s %s | " QKV_CLI_PATH " tokenizer learn -o %s", a, b, model) == 0);
     CHECK(cli_same_file(model, want_path));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn --merges 3 -o %s %s %s", model, a, b) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --merges 3 -o %s %s %s", model, a, b) == 0);
     CHECK(strstr(out, "3 merges") && !strstr(out, "no pair left"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s %s", model, a, b) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s %s", model, a, b) == 0);
 
     /* encode and decode */
     cli_write_file(text, "lowest newer\n  widest \xe2\x98\x83\tlow\n\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s", model, text) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s", model, text) == 0);
     CHECK_MSG(!strcmp(out, M "low est " M "new e r\n" M " " M " " M "widest " M " <0xE2> <0x98> <0x83> <0x09> l o w\n\n"),
               "encode printed '%s'", out);
     char enc[160];
     snprintf(enc, sizeof enc, "%s/enc.txt", r.dir);
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s > %s && " QKV_CLI_PATH
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s > %s && " QKV_CLI_PATH
                                " tokenizer decode --model %s %s > %s/dec.txt && cmp %s %s/dec.txt",
               model, text, enc, model, enc, r.dir, text, r.dir) == 0);
     /* --field: only the second field */
     cli_write_file(pairs, "lowest\tlowest newer\tx\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s --field 2 %s", model, pairs) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s --field 2 %s", model, pairs) == 0);
     CHECK_MSG(!strcmp(out, "lowest\t" M "low est " M "new e r\tx\n"), "encode --field 2 printed '%s'", out);
-    CHECK(run(out, sizeof out,
+    CHECK(cli_execf(out, sizeof out,
               QKV_CLI_PATH " tokenizer encode --model %s --field 2 %s | " QKV_CLI_PATH
                            " tokenizer decode --model %s --field 2 | cmp - %s",
               model, pairs, model, pairs) == 0);
     /* tokenizers without a model */
-    CHECK(run(out, sizeof out, "printf 'a  b\\n' | " QKV_CLI_PATH " tokenizer encode --tokenizer words") == 0);
+    CHECK(cli_execf(out, sizeof out, "printf 'a  b\\n' | " QKV_CLI_PATH " tokenizer encode --tokenizer words") == 0);
     CHECK(!strcmp(out, "a b\n"));
-    CHECK(run(out, sizeof out, "printf 'ab\\n' | " QKV_CLI_PATH " tokenizer encode") == 0);
+    CHECK(cli_execf(out, sizeof out, "printf 'ab\\n' | " QKV_CLI_PATH " tokenizer encode") == 0);
     CHECK(!strcmp(out, "a b\n"));
-    CHECK(run(out, sizeof out, "printf 'a b\\n' | " QKV_CLI_PATH " tokenizer encode --tokenizer chars") == 1);
+    CHECK(cli_execf(out, sizeof out, "printf 'a b\\n' | " QKV_CLI_PATH " tokenizer encode --tokenizer chars") == 1);
     CHECK(strstr(out, "a symbol that holds a space"));
     cli_run_remove(&r);
 }
@@ -101,48 +90,48 @@ TEST(cli_tokenizer_bad_input) {
     snprintf(bad, sizeof bad, "%s/bad.bpe", r.dir);
     snprintf(text, sizeof text, "%s/text.txt", r.dir);
     cli_write_file(text, "good line\nbad \xc3( line\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s", model, text) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s", model, text) == 1);
     CHECK(strstr(out, "qkv tokenizer learn:") && strstr(out, "text.txt:2: invalid UTF-8 at byte 5 of the line"));
     CHECK(!cli_exists(model));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s --field 2 %s", model, text) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s --field 2 %s", model, text) == 1);
     CHECK(strstr(out, "text.txt:1: the line has 1 TAB-separated field, --field 2 asks for field 2"));
     CHECK(!cli_exists(model));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn %s", text) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn %s", text) == 2);
     CHECK(strstr(out, "-o MODEL is required"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s --merges -1 %s", model, text) == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s --merges -1 %s", model, text) == 2);
     CHECK(strstr(out, "--merges needs an integer in 0..10000000 (got '-1')"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s/no/dir/m.bpe %s", r.dir, "/dev/null") == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s/no/dir/m.bpe %s", r.dir, "/dev/null") == 1);
     CHECK(strstr(out, "no/dir/m.bpe"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s/missing.txt", model, r.dir) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s/missing.txt", model, r.dir) == 1);
     CHECK(strstr(out, "missing.txt: cannot open"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer split x") == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer split x") == 2);
     CHECK(strstr(out, "unknown subcommand 'split'"));
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer encode --merges 3") == 2);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer encode --merges 3") == 2);
     CHECK(strstr(out, "unknown option or missing value: --merges"));
 
     /* models */
     cli_write_file(bad, "#qkv-bpe 1\n#byte-fallback: yes\n#alphabet: ab\n#merges: 2\na b\n");
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --model %s", bad) == 1);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --model %s", bad) == 1);
     CHECK(strstr(out, "bad.bpe:6: the file ends after 1 of its 2 merges"));
     cli_write_file(bad, "#version: 0.2\na b\n");
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer decode --model %s", bad) == 1);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer decode --model %s", bad) == 1);
     CHECK(strstr(out, "bad.bpe:1: not a BPE model of qkv"));
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --model %s/none.bpe", r.dir) == 1);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --model %s/none.bpe", r.dir) == 1);
     CHECK(strstr(out, "none.bpe: cannot open"));
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer bpe") == 2);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer bpe") == 2);
     CHECK(strstr(out, "tokenizer 'bpe' needs its model file"));
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer chars --model %s", bad) == 2);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer chars --model %s", bad) == 2);
     CHECK(strstr(out, "tokenizer 'chars' takes no model file"));
-    CHECK(run(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer unigram") == 2);
+    CHECK(cli_execf(out, sizeof out, "echo ab | " QKV_CLI_PATH " tokenizer encode --tokenizer unigram") == 2);
     CHECK(strstr(out, "unknown tokenizer 'unigram'"));
 
     /* inputs: invalid UTF-8 and a missing field name their line; decode refuses a double space */
     cli_write_file(model, "#qkv-bpe 1\n#byte-fallback: yes\n#alphabet: ab\n#merges: 1\na b\n");
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s", model, text) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer encode --model %s %s", model, text) == 1);
     CHECK(strstr(out, "qkv tokenizer encode: ") && strstr(out, "text.txt:2: invalid UTF-8 at byte 5 of the line"));
-    CHECK(run(out, sizeof out, "printf 'a\\tb\\n' | " QKV_CLI_PATH " tokenizer encode --model %s --field 3", model) == 1);
+    CHECK(cli_execf(out, sizeof out, "printf 'a\\tb\\n' | " QKV_CLI_PATH " tokenizer encode --model %s --field 3", model) == 1);
     CHECK(strstr(out, "<stdin>:1: the line has 2 TAB-separated fields, --field 3 asks for field 3"));
-    CHECK(run(out, sizeof out, "printf '" M "ab  b\\n' | " QKV_CLI_PATH " tokenizer decode --model %s", model) == 1);
+    CHECK(cli_execf(out, sizeof out, "printf '" M "ab  b\\n' | " QKV_CLI_PATH " tokenizer decode --model %s", model) == 1);
     CHECK(strstr(out, "<stdin>:1: empty token in the line"));
     /* a training run does not take a tokenizer's model file */
     char conf[160];
@@ -152,10 +141,10 @@ TEST(cli_tokenizer_bad_input) {
     snprintf(keys, sizeof keys, "task = seq2seq\ndata.train = %s\nout.dir = %s/run\ndata.src_tokenizer = bpe\n", text,
              r.dir);
     cli_write_file(conf, keys);
-    CHECK(run(out, sizeof out, QKV_CLI_PATH " train %s", conf) == 1);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s", conf) == 1);
     CHECK(strstr(out, "run.conf:4: 'bpe' needs its model file, which a training run does not take"));
     /* a full disk */
-    CHECK(run(out, sizeof out, "(echo ab | " QKV_CLI_PATH " tokenizer encode --model %s > /dev/full)", model) == 1);
+    CHECK(cli_execf(out, sizeof out, "(echo ab | " QKV_CLI_PATH " tokenizer encode --model %s > /dev/full)", model) == 1);
     CHECK(strstr(out, "cannot write the output"));
     cli_run_remove(&r);
 }

@@ -62,12 +62,15 @@ void run_dir_free(run_dir *r) {
     qkv_model_free(r->model);
     qkv_vocab_free(r->src);
     qkv_vocab_free(r->tgt);
+    qkv_tokenizer_free(r->src_tokenizer);
+    qkv_tokenizer_free(r->tgt_tokenizer);
     config_free(&r->conf);
     memset(r, 0, sizeof *r);
 }
 
 const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens) {
-    return qkv_tokenizer_shared(tokens ? QKV_TOKENIZER_TOKENS : r->src_tokenizer);
+    if (tokens) return qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS);
+    return r->src_tokenizer ? r->src_tokenizer : qkv_tokenizer_shared(QKV_TOKENIZER_CHARS);
 }
 
 typedef struct encode_sink {
@@ -116,5 +119,5 @@ void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const in
 }
 
 void run_dir_print_target(FILE *f, const run_dir *r, const int32_t *ids, int64_t n) {
-    print_symbols(f, qkv_tokenizer_shared(r->tgt_tokenizer), r->tgt, ids, n);
+    print_symbols(f, r->tgt_tokenizer ? r->tgt_tokenizer : qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS), r->tgt, ids, n);
 }

@@ -18,8 +18,8 @@ typedef struct run_dir {
     char dir[1024];             /* where the run's files are */
     const struct task_ops *task; /* from task.conf; seq2seq when there is none */
     config conf;                /* task.conf (empty when there is none) */
-    qkv_tokenizer_kind src_tokenizer; /* seq2seq: data.src_tokenizer of task.conf (chars without one) */
-    qkv_tokenizer_kind tgt_tokenizer; /* seq2seq: data.tgt_tokenizer of task.conf (tokens without one) */
+    /* seq2seq: the tokenizers of task.conf (chars and tokens without one), with their model files */
+    qkv_tokenizer *src_tokenizer, *tgt_tokenizer;
 } run_dir;
 
 /* Load dir/model.safetensors (or dir itself when it names a .safetensors file, with the
@@ -31,7 +31,7 @@ qkv_status run_dir_load(const char *dir, run_dir *out);
 void run_dir_free(run_dir *r);
 
 /* The tokenizer of the run's sources: data.src_tokenizer of task.conf, or tokens when `tokens`
- * (--tokens, for runs without a task.conf that says so). */
+ * (--tokens, for runs without a task.conf that says so; chars for a run of another task). */
 const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens);
 
 /* Cut one input line into source symbols with tok and look them up in r->src: at most max ids

@@ -65,8 +65,7 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     memset(&s, 0, sizeof s);
     s.max_src_len = r->model->cfg.max_len;     /* what the encoder accepts */
     s.max_tgt_len = r->model->cfg.max_len - 1; /* references longer than any hypothesis can be are still read */
-    s.src_tokenizer = o->src_tokens ? QKV_TOKENIZER_TOKENS : r->src_tokenizer;
-    s.tgt_tokenizer = r->tgt_tokenizer;
+    const qkv_read_opts ro = seq2seq_read_opts(&s, run_dir_src_tokenizer(r, o->src_tokens), r->tgt_tokenizer);
     s.decode = eval_search(r->model, o);
     char what[96];
     describe_search(&s.decode, what, sizeof what);
@@ -75,7 +74,7 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     seq2seq_hyps hyps;
     struct timespec t0, t1;
     clock_t c0 = 0;
-    if (seq2seq_eval_set_load(data, &s, r->src, r->tgt, &e)) {
+    if (seq2seq_eval_set_load(data, &ro, r->src, r->tgt, &e)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         return 1;
     }

@@ -21,15 +21,49 @@ bool seq2seq_read_tokenizers(config *cfg, seq2seq_settings *s) {
         return config_fail(cfg, "data.src_tokens",
                            "data.src_tokens = true says data.src_tokenizer = tokens, but data.src_tokenizer = %s",
                            src_name);
-    for (int side = 0; side < 2; side++) /* a run does not carry a tokenizer's model file */
-        if (qkv_tokenizer_takes_model((qkv_tokenizer_kind)(side ? tgt : src)))
+    const char *model[2];
+    for (int side = 0; side < 2; side++) {
+        const char *key = side ? "data.tgt_tokenizer_model" : "data.src_tokenizer_model";
+        const int kind = side ? tgt : src;
+        const char *name = qkv_registry_name(QKV_REGISTRY_TOKENIZER, kind);
+        if (!config_str(cfg, key, NULL, &model[side])) return false;
+        if (qkv_tokenizer_takes_model((qkv_tokenizer_kind)kind) && (!model[side] || !model[side][0]))
             return config_fail(cfg, side ? "data.tgt_tokenizer" : "data.src_tokenizer",
-                               "'%s' needs its model file, which a training run does not take: cut the files with "
-                               "`qkv tokenizer encode` and train on them with the tokenizer 'tokens'",
-                               qkv_registry_name(QKV_REGISTRY_TOKENIZER, side ? tgt : src));
+                               "the tokenizer '%s' needs its model file: %s = PATH (qkv tokenizer learn writes one)",
+                               name, key);
+        if (!qkv_tokenizer_takes_model((qkv_tokenizer_kind)kind) && model[side])
+            return config_fail(cfg, key, "%s: the tokenizer '%s' takes no model file", key, name);
+    }
     s->src_tokenizer = (qkv_tokenizer_kind)src;
     s->tgt_tokenizer = (qkv_tokenizer_kind)tgt;
+    s->src_tokenizer_model = model[0];
+    s->tgt_tokenizer_model = model[1];
     return true;
+}
+
+qkv_status seq2seq_tokenizers_open(const seq2seq_settings *s, const char *dir, seq2seq_tokenizers *out) {
+    memset(out, 0, sizeof *out);
+    for (int side = 0; side < 2; side++) {
+        const char *model = side ? s->tgt_tokenizer_model : s->src_tokenizer_model;
+        char path[1200];
+        if (model && dir && model[0] != '/') {
+            qkv_status st = task_path(path, sizeof path, dir, model);
+            if (st) return st;
+            model = path;
+        }
+        qkv_status st = qkv_tokenizer_new(side ? s->tgt_tokenizer : s->src_tokenizer, model, side ? &out->tgt : &out->src);
+        if (st) {
+            seq2seq_tokenizers_free(out);
+            return st;
+        }
+    }
+    return QKV_OK;
+}
+
+void seq2seq_tokenizers_free(seq2seq_tokenizers *t) {
+    qkv_tokenizer_free(t->src);
+    qkv_tokenizer_free(t->tgt);
+    memset(t, 0, sizeof *t);
 }
 
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
@@ -128,18 +162,15 @@ qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id) {
     return add ? qkv_vocab_add(tgt, SEQ2SEQ_MASK, strlen(SEQ2SEQ_MASK), mask_id) : QKV_OK;
 }
 
-qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s) {
-    return (qkv_read_opts){.max_src_len = s->max_src_len,
-                           .max_tgt_len = s->max_tgt_len,
-                           .src_tokenizer = qkv_tokenizer_shared(s->src_tokenizer),
-                           .tgt_tokenizer = qkv_tokenizer_shared(s->tgt_tokenizer)};
+qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s, const qkv_tokenizer *src, const qkv_tokenizer *tgt) {
+    return (qkv_read_opts){
+        .max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokenizer = src, .tgt_tokenizer = tgt};
 }
 
-qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
+qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out) {
     memset(out, 0, sizeof *out);
-    const qkv_read_opts ro = seq2seq_read_opts(s);
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, &ro, &out->corpus);
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, ro, &out->corpus);
     if (!st) st = qkv_dataset_encode(out->corpus, src, tgt, false, &out->data);
     if (!st) st = qkv_corpus_groups(out->corpus, &out->groups);
     if (!st && out->groups.n == 0) /* no words would score a perfect 0 % WER */
@@ -228,6 +259,7 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
 typedef struct seq2seq_task {
     task base;
     seq2seq_settings s;
+    seq2seq_tokenizers tok;
     qkv_corpus *train_corpus;
     qkv_vocab *src, *tgt;
     qkv_dataset *train;
@@ -253,13 +285,47 @@ static bool s2s_create(config *cfg, task **out) {
     return true;
 }
 
+/* The file name of a side's tokenizer model in the run directory: "src.bpe", "tgt.bpe". */
+static void run_model_name(const seq2seq_settings *s, int side, char *buf, size_t size) {
+    snprintf(buf, size, "%s.%s", side ? "tgt" : "src",
+             qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)(side ? s->tgt_tokenizer : s->src_tokenizer)));
+}
+
+/* The tokenizers of a training run. A fresh run loads the model files the configuration names and
+ * copies them into the run directory (src.bpe, tgt.bpe), which task.conf then names, so that the
+ * run decodes as it trained whatever becomes of the originals; a resumed run loads those copies. */
+static qkv_status s2s_tokenizers(seq2seq_task *t, bool resume) {
+    seq2seq_settings s = t->s;
+    char names[2][64];
+    for (int side = 0; side < 2; side++) {
+        const char **model = side ? &s.tgt_tokenizer_model : &s.src_tokenizer_model;
+        if (!*model) continue;
+        run_model_name(&t->s, side, names[side], sizeof names[side]);
+        if (resume) *model = names[side];
+    }
+    qkv_status st = seq2seq_tokenizers_open(&s, resume ? s.out_dir : NULL, &t->tok);
+    for (int side = 0; !st && !resume && side < 2; side++) {
+        const char *model = side ? s.tgt_tokenizer_model : s.src_tokenizer_model;
+        if (!model) continue;
+        char path[1200], *data = NULL;
+        size_t len = 0;
+        st = qkv_file_read(model, (uint64_t)1 << 30, &data, &len);
+        if (!st) st = task_path(path, sizeof path, s.out_dir, names[side]);
+        if (!st) st = qkv_file_write_atomic(path, data, len);
+        free(data);
+    }
+    return st;
+}
+
 static qkv_status s2s_prepare(task *base, bool resume) {
     seq2seq_task *t = (seq2seq_task *)base;
     const seq2seq_settings *s = &t->s;
     const char *dir = s->out_dir;
     char path[1024];
-    const qkv_read_opts ro = seq2seq_read_opts(s);
-    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, s->train_path, &ro, &t->train_corpus);
+    qkv_status st = s2s_tokenizers(t, resume);
+    if (st) return st;
+    const qkv_read_opts ro = seq2seq_read_opts(s, t->tok.src, t->tok.tgt);
+    st = qkv_corpus_read(QKV_CORPUS_PAIRS, s->train_path, &ro, &t->train_corpus);
     if (st) return st;
     /* vocabularies: built from the training set on a fresh run, read back on resume */
     if (resume) {
@@ -270,20 +336,33 @@ static qkv_status s2s_prepare(task *base, bool resume) {
         if ((st = qkv_vocab_build(t->train_corpus, QKV_FIELD_SRC, 1, true, &t->src)) ||
             (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, true, &t->tgt)))
             return st;
+        /* the tokenizer's symbols the training set lacks (bpe: bytes, ...), in byte order with the rest */
+        if ((st = qkv_tokenizer_add_fallback(t->tok.src, t->src)) || (st = qkv_vocab_sort(t->src)) ||
+            (st = qkv_tokenizer_add_fallback(t->tok.tgt, t->tgt)) || (st = qkv_vocab_sort(t->tgt)))
+            return st;
         /* a non-autoregressive run appends <mask> to the target vocabulary before saving it */
         if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, true, &base->s.model.mask_id))) return st;
         if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_save(t->src, path))) return st;
         if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_save(t->tgt, path))) return st;
-        char src_line[64], tgt_line[64];
-        snprintf(src_line, sizeof src_line, "data.src_tokenizer = %s",
-                 qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s->src_tokenizer));
-        snprintf(tgt_line, sizeof tgt_line, "data.tgt_tokenizer = %s",
-                 qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)s->tgt_tokenizer));
-        const char *lines[] = {src_line, tgt_line};
-        if ((st = task_write_conf(dir, "seq2seq", lines, 2))) return st;
+        char conf[4][128];
+        const char *lines[4];
+        int n = 0;
+        for (int side = 0; side < 2; side++) {
+            const char *which = side ? "tgt" : "src";
+            snprintf(conf[n], sizeof conf[n], "data.%s_tokenizer = %s", which,
+                     qkv_registry_name(QKV_REGISTRY_TOKENIZER, (int)(side ? s->tgt_tokenizer : s->src_tokenizer)));
+            lines[n] = conf[n], n++;
+            if (side ? s->tgt_tokenizer_model : s->src_tokenizer_model) {
+                char name[64];
+                run_model_name(s, side, name, sizeof name);
+                snprintf(conf[n], sizeof conf[n], "data.%s_tokenizer_model = %s", which, name);
+                lines[n] = conf[n], n++;
+            }
+        }
+        if ((st = task_write_conf(dir, "seq2seq", lines, n))) return st;
     }
     if ((st = qkv_dataset_encode(t->train_corpus, t->src, t->tgt, true, &t->train))) return st;
-    if ((st = seq2seq_eval_set_load(s->dev_path, s, t->src, t->tgt, &t->dev))) return st;
+    if ((st = seq2seq_eval_set_load(s->dev_path, &ro, t->src, t->tgt, &t->dev))) return st;
     base->s.model.src_vocab = qkv_vocab_size(t->src);
     base->s.model.tgt_vocab = qkv_vocab_size(t->tgt);
     base->train = t->train;
@@ -332,15 +411,20 @@ static void s2s_free(task *base) {
     qkv_vocab_free(t->src);
     qkv_vocab_free(t->tgt);
     qkv_corpus_free(t->train_corpus);
+    seq2seq_tokenizers_free(&t->tok);
     free(t);
 }
 
-/* The tokenizers of a run (task.conf; chars and tokens for a run without one). */
+/* The tokenizers of a run (task.conf, their model files in the run directory; chars and tokens
+ * for a run without one). */
 static qkv_status seq2seq_open_run(run_dir *r) {
     seq2seq_settings s;
     if (!seq2seq_read_tokenizers(&r->conf, &s)) return qkv_set_error(QKV_ERR_FORMAT, "%s", r->conf.error);
-    r->src_tokenizer = s.src_tokenizer;
-    r->tgt_tokenizer = s.tgt_tokenizer;
+    seq2seq_tokenizers t;
+    qkv_status st = seq2seq_tokenizers_open(&s, r->dir, &t);
+    if (st) return st;
+    r->src_tokenizer = t.src;
+    r->tgt_tokenizer = t.tgt;
     return QKV_OK;
 }
 

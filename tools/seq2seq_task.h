@@ -20,6 +20,9 @@ typedef struct seq2seq_settings {
     const char *train_path, *dev_path, *test_path, *out_dir;
     qkv_tokenizer_kind src_tokenizer; /* data.src_tokenizer (chars; data.src_tokens = true: tokens) */
     qkv_tokenizer_kind tgt_tokenizer; /* data.tgt_tokenizer (tokens) */
+    /* data.src_tokenizer_model, data.tgt_tokenizer_model: the model files of tokenizers that take
+     * one (bpe), NULL for the others; in a run's task.conf, relative to the run directory */
+    const char *src_tokenizer_model, *tgt_tokenizer_model;
     int64_t max_src_len, max_tgt_len;
     qkv_model_config model;
     qkv_train_config train;
@@ -30,11 +33,22 @@ typedef struct seq2seq_settings {
 
 /* Read every setting (defaults documented in docs/cli.md). False with cfg->error on a bad value. */
 bool seq2seq_read_settings(config *cfg, seq2seq_settings *s);
-/* data.src_tokenizer (data.src_tokens = true is its older spelling of tokens) and
- * data.tgt_tokenizer: from the training configuration, or from a run's task.conf. */
+/* data.src_tokenizer (data.src_tokens = true is its older spelling of tokens),
+ * data.tgt_tokenizer and their model files (data.src_tokenizer_model, data.tgt_tokenizer_model:
+ * required by a tokenizer that takes one, refused by the others): from the training
+ * configuration, or from a run's task.conf. */
 bool seq2seq_read_tokenizers(config *cfg, seq2seq_settings *s);
+
+/* The two tokenizers of a run, loaded from their model files (a relative path is relative to dir
+ * when dir is not NULL). */
+typedef struct seq2seq_tokenizers {
+    qkv_tokenizer *src, *tgt;
+} seq2seq_tokenizers;
+qkv_status seq2seq_tokenizers_open(const seq2seq_settings *s, const char *dir, seq2seq_tokenizers *out);
+void seq2seq_tokenizers_free(seq2seq_tokenizers *t);
+
 /* How the pairs files are read: the length limits and the two tokenizers. */
-qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s);
+qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s, const qkv_tokenizer *src, const qkv_tokenizer *tgt);
 
 /* The evaluation data of a split: its corpus encoded with the run's vocabularies, and the groups
  * of references (one item per word). */
@@ -44,7 +58,7 @@ typedef struct seq2seq_eval_set {
     qkv_groups groups;
 } seq2seq_eval_set;
 
-qkv_status seq2seq_eval_set_load(const char *path, const seq2seq_settings *s, const qkv_vocab *src,
+qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out);
 void seq2seq_eval_set_free(seq2seq_eval_set *e);
 

@@ -37,6 +37,7 @@ extern "C" {
 /* qkv_tokenizer_kind: qkv_enums.h lists its values. */
 
 typedef struct qkv_tokenizer qkv_tokenizer;
+typedef struct qkv_vocab qkv_vocab; /* qkv_data.h */
 
 /* Receives one symbol: text[off, off + len) became sym[0, sym_len) (sym points into the text when
  * the tokenizer only cuts it). A non-zero status stops the split, which returns it. */
@@ -75,6 +76,13 @@ QKV_API int64_t qkv_tokenizer_count(const qkv_tokenizer *t, const char *text, si
  * into bytes; a byte sequence that is not valid UTF-8 comes out as U+FFFD, one per byte. */
 QKV_API qkv_status qkv_tokenizer_join(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n,
                                       char *out, size_t size, size_t *out_len);
+
+/* Add to v every symbol t can hand out that a training corpus may lack, so that every text t cuts
+ * maps to symbols of v: for bpe all the symbols of its model (the 256 byte symbols "<0x00>" ..
+ * "<0xFF>", the alphabet, what the merges make: a word never seen may stop at a symbol that the
+ * corpus' words always merged further); nothing for the others, whose symbols are the text's. The
+ * symbols already in v keep their ids. */
+QKV_API qkv_status qkv_tokenizer_add_fallback(const qkv_tokenizer *t, qkv_vocab *v);
 
 /* ---- learning a BPE model (src/data/bpe_learn.c) ---- */
 

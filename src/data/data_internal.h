@@ -78,6 +78,8 @@ typedef struct qkv__tokenizer_ops {
                         void *ctx);
     /* The text of n symbols appended to out (NULL: the symbols with the separator between). */
     qkv_status (*join)(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n, qkv__buf *out);
+    /* The symbols it spells unknown characters with, added to v (NULL: none). */
+    qkv_status (*add_fallback)(const qkv_tokenizer *t, qkv_vocab *v);
     /* A tokenizer with a model file reads it into its state (NULL: one that takes none). */
     qkv_status (*load)(const char *path, void **state);
     void (*free_state)(void *state);

@@ -238,6 +238,19 @@ static qkv_status join_bpe(const qkv_tokenizer *t, const char *const *syms, cons
     return oom ? QKV_ERROR(QKV_ERR_OOM, "bpe: out of memory joining %lld symbols", (long long)n) : QKV_OK;
 }
 
+/* Every symbol of the model: bytes, alphabet, the results of merges. */
+static qkv_status add_symbols(const qkv_tokenizer *t, qkv_vocab *v) {
+    const qkv__bpe *m = t->state;
+    for (int32_t id = 0; id < m->sym.n; id++) {
+        size_t n;
+        const char *s = qkv__strtab_str(&m->sym, id, &n);
+        int32_t got;
+        qkv_status st = qkv_vocab_add(v, s, n, &got);
+        if (st) return st;
+    }
+    return QKV_OK;
+}
+
 /* ---- the model as the tokenizer's state ---- */
 
 static qkv_status load_bpe(const char *path, void **state) {
@@ -263,6 +276,7 @@ const qkv__tokenizer_ops qkv__tokenizer_bpe = {
     .separator = " ",
     .split = split_bpe,
     .join = join_bpe,
+    .add_fallback = add_symbols,
     .load = load_bpe,
     .free_state = free_bpe,
 };

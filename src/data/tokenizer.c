@@ -88,6 +88,11 @@ qkv_status qkv_tokenizer_split(const qkv_tokenizer *t, const char *text, size_t 
     return len ? t->ops->split(t, text, len, what ? what : "text", emit, ctx) : QKV_OK;
 }
 
+qkv_status qkv_tokenizer_add_fallback(const qkv_tokenizer *t, qkv_vocab *v) {
+    if (!t || !v) return QKV_ERROR(QKV_ERR_INVALID_ARG, "qkv_tokenizer_add_fallback: NULL argument");
+    return t->ops->add_fallback ? t->ops->add_fallback(t, v) : QKV_OK;
+}
+
 static qkv_status count_one(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
     (void)off, (void)len, (void)sym, (void)sym_len;
     ++*(int64_t *)ctx;

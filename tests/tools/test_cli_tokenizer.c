@@ -133,18 +133,89 @@ TEST(cli_tokenizer_bad_input) {
     CHECK(strstr(out, "<stdin>:1: the line has 2 TAB-separated fields, --field 3 asks for field 3"));
     CHECK(cli_execf(out, sizeof out, "printf '" M "ab  b\\n' | " QKV_CLI_PATH " tokenizer decode --model %s", model) == 1);
     CHECK(strstr(out, "<stdin>:1: empty token in the line"));
-    /* a training run does not take a tokenizer's model file */
+    /* a training run: bpe needs its model file, chars takes none */
     char conf[160];
     snprintf(conf, sizeof conf, "%s/run.conf", r.dir);
     cli_write_file(text, "ab\tb a\n");
     char keys[512];
-    snprintf(keys, sizeof keys, "task = seq2seq\ndata.train = %s\nout.dir = %s/run\ndata.src_tokenizer = bpe\n", text,
+    snprintf(keys, sizeof keys,
+             "task = seq2seq\ndata.train = %s\ndata.dev = %s\nout.dir = %s/run\ndata.src_tokenizer = bpe\n", text, text,
              r.dir);
     cli_write_file(conf, keys);
     CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s", conf) == 1);
-    CHECK(strstr(out, "run.conf:4: 'bpe' needs its model file, which a training run does not take"));
+    CHECK(strstr(out, "run.conf:5: the tokenizer 'bpe' needs its model file: data.src_tokenizer_model = PATH"));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s --set data.src_tokenizer=chars --set data.src_tokenizer_model=%s",
+                    conf, model) == 1);
+    CHECK(strstr(out, "data.src_tokenizer_model: the tokenizer 'chars' takes no model file"));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s --set data.src_tokenizer_model=%s/none.bpe", conf, r.dir) == 1);
+    CHECK(strstr(out, "none.bpe: cannot open"));
     /* a full disk */
     CHECK(cli_execf(out, sizeof out, "(echo ab | " QKV_CLI_PATH " tokenizer encode --model %s > /dev/full)", model) == 1);
     CHECK(strstr(out, "cannot write the output"));
+    cli_run_remove(&r);
+}
+
+/* A seq2seq run on subwords: the models travel into the run directory, task.conf names them,
+ * --resume ends where an uninterrupted run ends, and decoding reads raw text and writes text. */
+TEST(cli_tokenizer_bpe_run) {
+    cli_run r;
+    if (!cli_run_new(&r)) {
+        CHECK(false);
+        return;
+    }
+    static const char *const en[] = {"the", "dog", "cat", "sees", "eats", "big", "small", "house"};
+    static const char *const es[] = {"el", "perro", "gato", "ve", "come", "grande", "pequeño", "casa"};
+    FILE *f = fopen(r.train, "w");
+    unsigned x = 7;
+    for (int i = 0; f && i < 80; i++) {
+        int w[5];
+        for (int k = 0; k < 5; k++)
+            w[k] = (int)((x = x * 1103515245u + 12345u) >> 16) % 8;
+        fprintf(f, "%s %s %s %s %s\t%s %s %s %s %s\n", en[w[0]], en[w[1]], en[w[2]], en[w[3]], en[w[4]], es[w[0]],
+                es[w[1]], es[w[2]], es[w[3]], es[w[4]]);
+    }
+    if (f) fclose(f);
+    char src[96], tgt[96], out[8192], keys[1024];
+    snprintf(src, sizeof src, "%s/en.bpe", r.dir);
+    snprintf(tgt, sizeof tgt, "%s/es.bpe", r.dir);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --merges 30 --field 1 -o %s %s", src, r.train) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --merges 30 --field 2 -o %s %s", tgt, r.train) == 0);
+    snprintf(keys, sizeof keys,
+             "task = seq2seq\ndata.train = %s\ndata.dev = %s\nout.dir = %s\neval.strategy = greedy\n"
+             "data.src_tokenizer = bpe\ndata.src_tokenizer_model = %s\ndata.tgt_tokenizer = bpe\n"
+             "data.tgt_tokenizer_model = %s\nmodel.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
+             "model.decoder_layers = 1\nmodel.ff = 32\nmodel.dropout = 0.1\ntrain.steps = 16\ntrain.eval_every = 8\n"
+             "train.max_tokens = 256\ntrain.threads = 1\n",
+             r.train, r.train, r.run_dir, src, tgt);
+    cli_write_file(r.conf, keys);
+    CHECK(cli_train_straight_and_resumed(&r, 8, out, sizeof out));
+    char path[160], straight[160];
+    snprintf(straight, sizeof straight, "%s/straight", r.dir);
+    static const char *const files[] = {"model.safetensors", "last.safetensors", "src.vocab", "tgt.vocab",
+                                        "src.bpe",           "tgt.bpe",          "task.conf"};
+    const char *differs = cli_first_different(straight, r.run_dir, files, 7);
+    CHECK_MSG(!differs, "%s differs between the uninterrupted and the resumed run", differs);
+    snprintf(path, sizeof path, "%s/src.bpe", r.run_dir);
+    CHECK(cli_same_file(path, src));
+    snprintf(path, sizeof path, "%s/tgt.bpe", r.run_dir);
+    CHECK(cli_same_file(path, tgt));
+    CHECK(cli_execf(out, sizeof out, "grep -c 'data.src_tokenizer_model = src.bpe\\|data.tgt_tokenizer_model = tgt.bpe' "
+                                     "%s/task.conf", r.run_dir) == 0 && !strcmp(out, "2\n"));
+    /* the byte symbols are in both vocabularies: an unseen character is no unknown symbol */
+    CHECK(cli_execf(out, sizeof out, "grep -c '^<0x' %s/src.vocab %s/tgt.vocab", r.run_dir, r.run_dir) == 0 &&
+          strstr(out, "src.vocab:256") && strstr(out, "tgt.vocab:256"));
+    /* the run's copies serve decoding once the originals are gone */
+    CHECK(remove(src) == 0 && remove(tgt) == 0);
+    CHECK(cli_execf(out, sizeof out, "printf 'the big dog\\nthe \\342\\230\\203 cat\\n' | " QKV_CLI_PATH " decode %s --greedy",
+                    r.run_dir) == 0);
+    /* joined text: no symbol spellings (a model this small may emit any byte: U+FFFD then) */
+    CHECK_MSG(strstr(out, "the big dog\t") && strstr(out, "\nthe \xe2\x98\x83 cat\t") && !strstr(out, "<0x"),
+              "decode printed '%s'", out);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " eval %s %s --greedy", r.run_dir, r.train) == 0);
+    /* a corrupt copy is named */
+    snprintf(path, sizeof path, "%s/tgt.bpe", r.run_dir);
+    cli_write_file(path, "#qkv-bpe 1\n#byte-fallback: yes\n#alphabet: ab\n#merges: 3\na b\n");
+    CHECK(cli_execf(out, sizeof out, "echo the | " QKV_CLI_PATH " decode %s --greedy", r.run_dir) == 1);
+    CHECK(strstr(out, "tgt.bpe:6: the file ends after 1 of its 3 merges"));
     cli_run_remove(&r);
 }

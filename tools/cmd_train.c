@@ -316,7 +316,7 @@ static run_outcome resume_run(train_run *r) {
     if (qkv_batcher_seek(r->batcher, (qkv_batch_pos){(uint64_t)epoch, batch, fingerprint})) return RUN_ERROR;
     r->saved_step = qkv_trainer_steps(r->trainer);
     resume_state rs = {.lower = r->lower, .best = r->best_value, .hist = &r->lg.hist};
-    snprintf(rs.member, sizeof rs.member, "dev_%s", r->tk->ops->select);
+    snprintf(rs.member, sizeof rs.member, "dev_%s", r->tk->select);
     int64_t kept = 0, dropped = 0;
     if (tlog_resume(r->log_path, r->saved_step, resume_visit, &rs, &kept, &dropped)) return RUN_ERROR;
     r->best_value = rs.best;
@@ -352,7 +352,7 @@ static run_outcome open_run(train_run *r, bool resume) {
         task_path(r->report_path, sizeof r->report_path, s->out_dir, "report.html") ||
         task_path(r->log_path, sizeof r->log_path, s->out_dir, "log.jsonl"))
         return RUN_ERROR;
-    r->lower = ops->lower_is_better;
+    r->lower = r->tk->lower_is_better;
     r->best_value = r->lower ? INFINITY : -INFINITY;
     run_outcome o = resume ? resume_run(r) : RUN_GO;
     if (o != RUN_GO) return o;
@@ -470,7 +470,7 @@ static run_outcome evaluate_and_save(train_run *r, int64_t step, qkv_batch_pos p
     if (ema && qkv_trainer_swap_ema(r->trainer)) return RUN_ERROR;
     if (step == r->debug.sigint_eval_step) raise(SIGINT);
     if (ops->evaluate(r->tk, r->model, &m)) return RUN_ERROR;
-    const double value = task_metrics_get(&m, ops->select);
+    const double value = task_metrics_get(&m, r->tk->select);
     const bool best = r->lower ? value < r->best_value : value > r->best_value;
     if (r->tty) printf("\n");
     printf("eval step %lld: dev", (long long)step);
@@ -482,7 +482,7 @@ static run_outcome evaluate_and_save(train_run *r, int64_t step, qkv_batch_pos p
     if (step == r->debug.kill_step) raise(SIGKILL);
     th_add_eval(&r->lg.hist, step, train_loss, &m);
     for (int i = 0; i < m.n; i++)
-        if (!strcmp(m.m[i].key, ops->select)) r->select_label = m.m[i].label, r->select_plain = m.m[i].plain;
+        if (!strcmp(m.m[i].key, r->tk->select)) r->select_label = m.m[i].label, r->select_plain = m.m[i].plain;
     if (qkv_model_save(r->model, r->last_path)) return RUN_ERROR;
     if (best) {
         r->best_value = value;
@@ -531,7 +531,7 @@ static run_outcome train_loop(train_run *r) {
     r->lg.elapsed_base = r->lg.hist.elapsed_s;
     r->lg.skipped = r->lg.hist.skipped;
     r->lg.line_step = r->first_step;
-    r->select_label = r->tk->ops->select;
+    r->select_label = r->tk->select;
     r->rate_unit = r->tk->ops->rate_unit ? r->tk->ops->rate_unit : "tok";
     int batch_in_step = 0; /* batches of the accumulation under way */
     double step_loss = 0;  /* the sum of their losses */

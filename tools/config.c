@@ -268,6 +268,7 @@ static const char *const universal_names[] = {"none", "brown"};
 static const char *const pooling_names[] = {"cls", "mean"};
 static const char *const unit_names[] = {"char", "word"};
 static const char *const long_lines_names[] = {"error", "split", "skip"};
+static const char *const metric_names[] = {"wer", "bleu"};
 #define SWITCH(k, names) {k, (int)(sizeof names / sizeof *names), names}
 static const config_switch_info switches[SWITCH_COUNT] = {
     [SWITCH_ATTENTION_PATH] = SWITCH("model.attention.path", path_names),
@@ -276,6 +277,7 @@ static const config_switch_info switches[SWITCH_COUNT] = {
     [SWITCH_POOLING] = SWITCH("image.pooling", pooling_names),
     [SWITCH_UNIT] = SWITCH("data.unit", unit_names),
     [SWITCH_LONG_LINES] = SWITCH("data.long_lines", long_lines_names),
+    [SWITCH_METRIC] = SWITCH("eval.metric", metric_names),
 };
 #undef SWITCH
 

@@ -66,6 +66,7 @@ typedef enum config_switch_id {
     SWITCH_POOLING,        /* image.pooling: cls, mean */
     SWITCH_UNIT,           /* data.unit: char, word */
     SWITCH_LONG_LINES,     /* data.long_lines: error, split, skip */
+    SWITCH_METRIC,         /* eval.metric (seq2seq): wer, bleu */
     SWITCH_COUNT
 } config_switch_id;
 

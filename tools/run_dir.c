@@ -97,25 +97,38 @@ qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, c
     return st;
 }
 
-void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n) {
+char *join_symbols(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n) {
+    size_t len = 0;
+    char *text = NULL;
+    if (!qkv_tokenizer_join(t, syms, lens, n, NULL, 0, &len) && (text = malloc(len + 1)) &&
+        qkv_tokenizer_join(t, syms, lens, n, text, len + 1, &len)) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+char *ids_text(const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n) {
     int64_t m = 0;
     while (m < n && ids[m] != QKV_VOCAB_EOS)
         m++;
     const char **syms = malloc(sizeof *syms * (size_t)(m ? m : 1));
-    size_t *lens = malloc(sizeof *lens * (size_t)(m ? m : 1)), len = 0;
+    size_t *lens = malloc(sizeof *lens * (size_t)(m ? m : 1));
     char *text = NULL;
     for (int64_t i = 0; syms && lens && i < m; i++) {
         syms[i] = qkv_vocab_symbol(v, ids[i]);
         lens[i] = syms[i] ? strlen(syms[i]) : 0;
     }
-    if (syms && lens && !qkv_tokenizer_join(t, syms, lens, m, NULL, 0, &len) && (text = malloc(len + 1)) &&
-        !qkv_tokenizer_join(t, syms, lens, m, text, len + 1, &len))
-        fputs(text, f);
-    else
-        fputs("(out of memory)", f);
-    free(text);
+    if (syms && lens) text = join_symbols(t, syms, lens, m);
     free(syms);
     free(lens);
+    return text;
+}
+
+void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n) {
+    char *text = ids_text(t, v, ids, n);
+    fputs(text ? text : "(out of memory)", f);
+    free(text);
 }
 
 void run_dir_print_target(FILE *f, const run_dir *r, const int32_t *ids, int64_t n) {

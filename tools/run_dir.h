@@ -40,6 +40,12 @@ const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens);
 qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text,
                           const qkv_tokenizer *tok, int32_t *ids, int64_t max, int64_t *len);
 
+/* The text of n symbols joined as tokenizer t joins them (malloc'd, NUL-terminated; NULL when out of
+ * memory). */
+char *join_symbols(const qkv_tokenizer *t, const char *const *syms, const size_t *lens, int64_t n);
+/* The text of the symbols of ids[0, n) in v, up to the first <eos>, joined by t (as join_symbols). */
+char *ids_text(const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n);
+
 /* Write the symbols of ids[0, n) in v, up to the first <eos>, to f, joined as tokenizer t joins
  * them (words, phones: one space between them; characters: nothing). */
 void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n);

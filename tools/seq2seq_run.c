@@ -60,6 +60,26 @@ static void show_word(const run_dir *r, const seq2seq_eval_set *e, const seq2seq
     printf(refs > 1 ? " and %lld more)\n" : ")\n", (long long)(refs - 1));
 }
 
+/* A translation run's BLEU and chrF lines, as sacreBLEU prints them. */
+static int print_text_scores(const run_dir *r, const seq2seq_eval_set *e, const seq2seq_hyps *h) {
+    const qkv_bleu_opts bo = qkv_bleu_opts_default();
+    const qkv_chrf_opts co = qkv_chrf_opts_default();
+    qkv_bleu_stats bs;
+    qkv_chrf_stats cs;
+    qkv_bleu_result br;
+    double chrf = 0;
+    char sig[256], line[512], line2[512];
+    if (seq2seq_text_scores(e, h, r->tgt, r->tgt_tokenizer, &bs, &cs) || qkv_bleu_compute(&bs, &bo, &br) ||
+        qkv_bleu_signature(&bo, &bs, NULL, sig, sizeof sig) || qkv_bleu_format(&br, sig, NULL, 2, line, sizeof line) ||
+        qkv_chrf_compute(&cs, &co, &chrf) || qkv_chrf_signature(&co, &cs, NULL, sig, sizeof sig) ||
+        qkv_chrf_format(chrf, &co, sig, NULL, 2, line2, sizeof line2)) {
+        fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
+        return 1;
+    }
+    printf("%s\n%s\n", line, line2);
+    return 0;
+}
+
 int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     seq2seq_settings s;
     memset(&s, 0, sizeof s);
@@ -80,20 +100,28 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     }
     c0 = clock();
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (seq2seq_evaluate(r->model, &e, &s.decode, 64, 0, &wc, o->show ? &hyps : NULL)) {
+    bool bleu = false;
+    if (!seq2seq_read_metric(&r->conf, &bleu)) {
+        fprintf(stderr, "qkv eval: %s\n", r->conf.error);
+        seq2seq_eval_set_free(&e);
+        return 1;
+    }
+    if (seq2seq_evaluate(r->model, &e, &s.decode, 64, 0, &wc, o->show || bleu ? &hyps : NULL)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         seq2seq_eval_set_free(&e);
         return 1;
     }
-    for (int64_t g = 0; g < o->show && g < hyps.n; g++) show_word(r, &e, &hyps, g);
-    if (o->show) seq2seq_free_hyps(&hyps);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    for (int64_t g = 0; g < o->show && g < hyps.n; g++) show_word(r, &e, &hyps, g);
     const double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    printf("%s: %lld words, WER %.2f%%, PER %.2f%% (%s; decoding %.1f s, %.0f words/s, CPU %.1f s)\n", data,
-           (long long)wc.items, 100 * qkv_wer(&wc), 100 * qkv_per(&wc), what, wall,
-           (double)wc.items / (wall > 1e-9 ? wall : 1e-9), (double)(clock() - c0) / CLOCKS_PER_SEC);
+    const char *unit = bleu ? "sentences" : "words";
+    printf("%s: %lld %s, WER %.2f%%, PER %.2f%% (%s; decoding %.1f s, %.0f %s/s, CPU %.1f s)\n", data,
+           (long long)wc.items, unit, 100 * qkv_wer(&wc), 100 * qkv_per(&wc), what, wall,
+           (double)wc.items / (wall > 1e-9 ? wall : 1e-9), unit, (double)(clock() - c0) / CLOCKS_PER_SEC);
+    int rc = bleu ? print_text_scores(r, &e, &hyps) : 0;
+    if (o->show || bleu) seq2seq_free_hyps(&hyps);
     seq2seq_eval_set_free(&e);
-    return 0;
+    return rc;
 }
 
 /* ---- decode ---------------------------------------------------------------------------------- */

@@ -145,9 +145,53 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     /* generated tokens, EOS included: the longest target + 1, within what the model accepts */
     p->max_len = (int32_t)(s->max_tgt_len + 1 < m->max_len ? s->max_tgt_len + 1 : m->max_len);
     if (!config_int(cfg, "eval.batch", 64, 1, 1 << 20, &s->eval_batch) ||
-        !config_int(cfg, "eval.max_items", 0, 0, INT64_MAX, &s->eval_max_items))
+        !config_int(cfg, "eval.max_items", 0, 0, INT64_MAX, &s->eval_max_items) || !seq2seq_read_metric(cfg, &s->bleu))
         return false;
     return true;
+}
+
+bool seq2seq_read_metric(config *cfg, bool *bleu) {
+    int metric;
+    if (!config_switch(cfg, "eval.metric", SWITCH_METRIC, 0, &metric)) return false;
+    *bleu = metric == 1;
+    return true;
+}
+
+qkv_status seq2seq_text_scores(const seq2seq_eval_set *e, const seq2seq_hyps *h, const qkv_vocab *tgt,
+                               const qkv_tokenizer *tok, qkv_bleu_stats *bleu, qkv_chrf_stats *chrf) {
+    const qkv_bleu_opts bo = qkv_bleu_opts_default();
+    const qkv_chrf_opts co = qkv_chrf_opts_default();
+    memset(bleu, 0, sizeof *bleu);
+    memset(chrf, 0, sizeof *chrf);
+    qkv_status st = QKV_OK;
+    for (int64_t g = 0; g < h->n && !st; g++) {
+        const int64_t first = e->groups.start[g], n_refs = e->groups.start[g + 1] - first;
+        char *hyp = ids_text(tok, tgt, h->tokens[g], h->len[g]);
+        char **refs = calloc((size_t)n_refs, sizeof *refs);
+        size_t *ref_lens = calloc((size_t)n_refs, sizeof *ref_lens);
+        st = hyp && refs && ref_lens ? QKV_OK : qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+        for (int64_t k = 0; k < n_refs && !st; k++) {
+            const int64_t n = qkv_corpus_length(e->corpus, first + k, QKV_FIELD_TGT);
+            const char **syms = malloc(sizeof *syms * (size_t)(n ? n : 1));
+            size_t *lens = malloc(sizeof *lens * (size_t)(n ? n : 1));
+            for (int64_t i = 0; syms && lens && i < n; i++)
+                syms[i] = qkv_corpus_symbol(e->corpus, first + k, QKV_FIELD_TGT, i, &lens[i]);
+            if (!syms || !lens || !(refs[k] = join_symbols(tok, syms, lens, n)))
+                st = qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+            else
+                ref_lens[k] = strlen(refs[k]);
+            free(syms);
+            free(lens);
+        }
+        if (!st) st = qkv_bleu_add(bleu, &bo, hyp, strlen(hyp), (const char *const *)refs, ref_lens, n_refs, NULL);
+        if (!st) st = qkv_chrf_add(chrf, &co, hyp, strlen(hyp), (const char *const *)refs, ref_lens, n_refs, NULL);
+        for (int64_t k = 0; refs && k < n_refs; k++)
+            free(refs[k]);
+        free(refs);
+        free(ref_lens);
+        free(hyp);
+    }
+    return st;
 }
 
 qkv_status seq2seq_nat_mask(qkv_vocab *tgt, bool add, int32_t *mask_id) {
@@ -275,6 +319,7 @@ static bool s2s_create(config *cfg, task **out) {
     t->base.ops = &seq2seq_task_ops;
     *out = &t->base;
     if (!seq2seq_read_settings(cfg, &t->s)) return false;
+    if (t->s.bleu) t->base.select = "bleu", t->base.lower_is_better = false;
     task_settings *c = &t->base.s;
     c->train_path = t->s.train_path, c->dev_path = t->s.dev_path, c->test_path = t->s.test_path;
     c->out_dir = t->s.out_dir;
@@ -344,8 +389,8 @@ static qkv_status s2s_prepare(task *base, bool resume) {
         if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, true, &base->s.model.mask_id))) return st;
         if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_save(t->src, path))) return st;
         if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_save(t->tgt, path))) return st;
-        char conf[4][128];
-        const char *lines[4];
+        char conf[5][128];
+        const char *lines[5];
         int n = 0;
         for (int side = 0; side < 2; side++) {
             const char *which = side ? "tgt" : "src";
@@ -359,6 +404,7 @@ static qkv_status s2s_prepare(task *base, bool resume) {
                 lines[n] = conf[n], n++;
             }
         }
+        if (s->bleu) lines[n++] = "eval.metric = bleu";
         if ((st = task_write_conf(dir, "seq2seq", lines, n))) return st;
     }
     if ((st = qkv_dataset_encode(t->train_corpus, t->src, t->tgt, true, &t->train))) return st;
@@ -388,13 +434,30 @@ static qkv_status s2s_batch(task *base, const qkv_batch *b, qkv_train_batch *out
 static qkv_status s2s_evaluate(task *base, const qkv_model *m, task_metrics *out) {
     seq2seq_task *t = (seq2seq_task *)base;
     qkv_wer_counts wc;
+    seq2seq_hyps h;
     memset(out, 0, sizeof *out);
-    qkv_status st = seq2seq_evaluate(m, &t->dev, &t->s.decode, t->s.eval_batch, t->s.eval_max_items, &wc, NULL);
+    qkv_status st = seq2seq_evaluate(m, &t->dev, &t->s.decode, t->s.eval_batch, t->s.eval_max_items, &wc,
+                                     t->s.bleu ? &h : NULL);
     if (st) return st;
+    if (t->s.bleu) { /* translation: BLEU and chrF of the joined text, then the token error rates */
+        qkv_bleu_stats bs;
+        qkv_chrf_stats cs;
+        qkv_bleu_result br;
+        const qkv_bleu_opts bo = qkv_bleu_opts_default();
+        const qkv_chrf_opts co = qkv_chrf_opts_default();
+        double chrf = 0;
+        st = seq2seq_text_scores(&t->dev, &h, t->tgt, t->tok.tgt, &bs, &cs);
+        if (!st) st = qkv_bleu_compute(&bs, &bo, &br);
+        if (!st) st = qkv_chrf_compute(&cs, &co, &chrf);
+        seq2seq_free_hyps(&h);
+        if (st) return st;
+        task_metrics_add_plain(out, "bleu", "BLEU", br.score);
+        task_metrics_add_plain(out, "chrf", "chrF2", chrf);
+    }
     task_metrics_add(out, "wer", "WER", 100 * qkv_wer(&wc));
     task_metrics_add(out, "per", "PER", 100 * qkv_per(&wc));
     out->items = wc.items;
-    out->unit = "words";
+    out->unit = t->s.bleu ? "sentences" : "words";
     return QKV_OK;
 }
 

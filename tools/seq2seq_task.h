@@ -29,6 +29,7 @@ typedef struct seq2seq_settings {
     int64_t steps, max_tokens, eval_every, log_every, eval_max_items, threads;
     qkv_decode_params decode;
     int64_t eval_batch;
+    bool bleu; /* eval.metric = bleu: translation, scored and selected by BLEU (else G2P's WER) */
 } seq2seq_settings;
 
 /* Read every setting (defaults documented in docs/cli.md). False with cfg->error on a bad value. */
@@ -72,6 +73,13 @@ typedef struct seq2seq_hyps {
 } seq2seq_hyps;
 qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const qkv_decode_params *p,
                             int64_t batch, int64_t max_items, qkv_wer_counts *counts, seq2seq_hyps *hyp_out);
+/* eval.metric of a configuration or task.conf: whether it is bleu. */
+bool seq2seq_read_metric(config *cfg, bool *bleu);
+/* Corpus BLEU and chrF (sacreBLEU's defaults, qkv_mt_metrics.h) of the hypotheses h of e's first
+ * h->n items: each hypothesis, and every reference of its item (the targets of its group), joined
+ * into text with the target tokenizer tok. */
+qkv_status seq2seq_text_scores(const seq2seq_eval_set *e, const seq2seq_hyps *h, const qkv_vocab *tgt,
+                               const qkv_tokenizer *tok, qkv_bleu_stats *bleu, qkv_chrf_stats *chrf);
 void seq2seq_free_hyps(seq2seq_hyps *h);
 
 /* Non-autoregressive runs (model.nat): the decoder's mask token is the symbol "<mask>" of the

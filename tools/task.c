@@ -64,8 +64,12 @@ bool task_create(config *cfg, task **out) {
     for (int i = 0; i < N_TASKS; i++)
         names[i] = all_tasks[i]->name;
     int k = 0;
-    if (!config_enum(cfg, "task", 0, names, N_TASKS, &k)) return false;
-    return all_tasks[k]->create(cfg, out);
+    if (!config_enum(cfg, "task", 0, names, N_TASKS, &k) || !all_tasks[k]->create(cfg, out)) return false;
+    if (!(*out)->select) {
+        (*out)->select = all_tasks[k]->select;
+        (*out)->lower_is_better = all_tasks[k]->lower_is_better;
+    }
+    return true;
 }
 
 void task_free(task *t) {

@@ -123,6 +123,10 @@ typedef struct task_ops {
 /* The part of a task the training loop sees; implementations embed it as their first member. */
 struct task {
     const task_ops *ops;
+    /* The metric that picks model.safetensors: ops->select and ops->lower_is_better unless the
+     * task's settings chose another (seq2seq's eval.metric = bleu); task_create sets it. */
+    const char *select;
+    bool lower_is_better;
     task_settings s;
     const qkv_dataset *train;  /* set by prepare */
     qkv_batch_opts batch_opts; /* set by prepare (max_tokens and seed from s) */

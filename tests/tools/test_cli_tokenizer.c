@@ -185,7 +185,7 @@ TEST(cli_tokenizer_bpe_run) {
              "data.src_tokenizer = bpe\ndata.src_tokenizer_model = %s\ndata.tgt_tokenizer = bpe\n"
              "data.tgt_tokenizer_model = %s\nmodel.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
              "model.decoder_layers = 1\nmodel.ff = 32\nmodel.dropout = 0.1\ntrain.steps = 16\ntrain.eval_every = 8\n"
-             "train.max_tokens = 256\ntrain.threads = 1\n",
+             "train.max_tokens = 256\ntrain.threads = 1\neval.metric = bleu\n",
              r.train, r.train, r.run_dir, src, tgt);
     cli_write_file(r.conf, keys);
     CHECK(cli_train_straight_and_resumed(&r, 8, out, sizeof out));
@@ -211,7 +211,19 @@ TEST(cli_tokenizer_bpe_run) {
     /* joined text: no symbol spellings (a model this small may emit any byte: U+FFFD then) */
     CHECK_MSG(strstr(out, "the big dog\t") && strstr(out, "\nthe \xe2\x98\x83 cat\t") && !strstr(out, "<0x"),
               "decode printed '%s'", out);
+    /* eval.metric = bleu: the dev BLEU picks the model; qkv eval's BLEU is qkv score's on what qkv decode prints */
+    CHECK(cli_execf(out, sizeof out, "grep -c '\"dev_bleu\"' %s/log.jsonl", r.run_dir) == 0 && !strcmp(out, "2\n"));
     CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " eval %s %s --greedy", r.run_dir, r.train) == 0);
+    const char *bleu = strstr(out, "\nBLEU|nrefs:1|");
+    char *end = bleu ? strchr(bleu + 1, '\n') : NULL;
+    CHECK_MSG(bleu && end && strstr(out, "80 sentences"), "qkv eval printed '%s'", out);
+    char want[512] = "", score[4096];
+    if (bleu && end) snprintf(want, sizeof want, "%.*s", (int)(end - bleu - 1), bleu + 1);
+    CHECK(cli_execf(score, sizeof score,
+                    "cut -f1 %s | " QKV_CLI_PATH " decode %s --greedy | cut -f2 > %s/hyp.txt && cut -f2 %s > %s/ref.txt && "
+                    QKV_CLI_PATH " score %s/ref.txt -i %s/hyp.txt --metrics bleu --width 2",
+                    r.train, r.run_dir, r.dir, r.train, r.dir, r.dir, r.dir) == 0);
+    CHECK_MSG(want[0] && !strncmp(score, want, strlen(want)), "qkv score printed '%s', qkv eval '%s'", score, want);
     /* a corrupt copy is named */
     snprintf(path, sizeof path, "%s/tgt.bpe", r.run_dir);
     cli_write_file(path, "#qkv-bpe 1\n#byte-fallback: yes\n#alphabet: ab\n#merges: 3\na b\n");

@@ -4,10 +4,12 @@
  * "input<TAB>output" (seq2seq_run.c; with --nbest N, N lines per input with their scores),
  * tagging word/TAG lines, classify label<TAB>probability, lm prompt<TAB>continuation. The search
  * options (beam search; --greedy; --sample with temperature, top-k, top-p and a seed; --nbest;
- * --max-len) apply to the tasks that generate; --tokens, --mask-predict K and --length-beam L to
- * those that transduce.
+ * --max-len; the length penalty and the controls of the next token) apply to the tasks that
+ * generate; --tokens, --mask-predict K, --length-beam L, --allow FILE and --prefix to those that
+ * transduce.
  */
 #include "cli_args.h"
+#include "qkv/qkv_registry.h"
 #include "commands.h"
 #include "run_dir.h"
 #include "task.h"
@@ -18,14 +20,22 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: qkv decode RUN [FILE...] [--beam K | --greedy | --sample | --mask-predict K] [--nbest N]\n"
                "                      [--length-beam L] [--stream] [--temperature T] [--top-k K] [--top-p P]\n"
-               "                      [--seed S] [--max-len N] [--tokens] [--threads N]\n\n"
+               "                      [--seed S] [--max-len N] [--length-penalty none|average|gnmt] [--alpha A]\n"
+               "                      [--repetition-penalty T] [--no-repeat-ngram N] [--allow FILE] [--prefix]\n"
+               "                      [--tokens] [--threads N]\n\n"
                "Decode one input per line (characters, or space-separated tokens with --tokens) read from the files\n"
                "or stdin with the model of RUN (a qkv train run directory or a model .safetensors), and print\n"
                "input<TAB>output. With --nbest N, N hypotheses per input with their log-probabilities.\n"
                "Non-autoregressive runs (model.nat) decode with mask-predict: K iterations (default 10; 1: one\n"
                "parallel pass) over the L most probable target lengths (default 5, at least N).\n\n"
                "--max-len N: at most N generated symbols, <eos> included (default: what the model's max_len allows).\n"
-               "--threads N: threads (default 0: all cores); the output does not depend on it.\n\n"
+               "--threads N: threads (default 0: all cores); the output does not depend on it.\n"
+               "--length-penalty, --alpha: how beam search ranks finished hypotheses of different lengths\n"
+               "  (default average; gnmt divides by ((5 + length) / 6)^alpha, alpha default 0.6).\n"
+               "--repetition-penalty T: a token already in the output has its logit divided by T (> 0) when\n"
+               "  positive, multiplied when negative (CTRL); --no-repeat-ngram N: no N-gram twice.\n"
+               "--allow FILE: only the target symbols of the text of FILE (and <eos>) are generated.\n"
+               "--prefix: each input is source<TAB>prefix; the output starts with the prefix (cut as targets).\n\n"
                "Tagging runs print word/TAG for every token, classify runs label<TAB>probability (only --stream and\n"
                "--threads apply to them). Language-model runs (task = lm) continue each line (a prompt, possibly empty) and\n"
                "print prompt<TAB>continuation: greedy by default, or --beam / --sample with the options above.\n\n"
@@ -34,7 +44,8 @@ static void usage(FILE *f) {
                "  echo 'The jury said .' | qkv decode runs/pos\n"
                "  qkv decode runs/g2p words.txt --beam 8 --nbest 3\n"
                "  qkv decode runs/g2p words.txt --sample --temperature 0.7 --top-p 0.9 --seed 4\n"
-               "  echo 'The jury' | qkv decode runs/lm-brown --sample --top-p 0.9 --max-len 80\n");
+               "  echo 'The jury' | qkv decode runs/lm-brown --sample --top-p 0.9 --max-len 80\n"
+               "  printf 'The dog ate.\\tEl perro\\n' | qkv decode runs/en-es --prefix --no-repeat-ngram 3\n");
 }
 
 int qkv_cmd_decode(int argc, char **argv) {
@@ -45,14 +56,18 @@ int qkv_cmd_decode(int argc, char **argv) {
     dp.strategy = QKV_DECODE_BEAM;
     dp.beam_size = 4;
     dp.n_best = 1;
-    bool stream = false, tokens = false, strategy_set = false;
+    bool stream = false, tokens = false, strategy_set = false, prefix = false;
+    const char *allow = NULL;
     int threads = 0; /* 0: all cores */
     const char *transducer_only = NULL; /* an option of the tasks that transduce (seq2seq) */
     const char *search = NULL;          /* a search option: the tasks that generate (seq2seq, lm) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        static const char *const search_opts[] = {"--beam", "--greedy", "--sample", "--nbest", "--temperature",
-                                                  "--top-k", "--top-p", "--seed", "--max-len"};
+        static const char *const search_opts[] = {"--beam",        "--greedy",           "--sample",
+                                                  "--nbest",       "--temperature",      "--top-k",
+                                                  "--top-p",       "--seed",             "--max-len",
+                                                  "--alpha",       "--length-penalty",   "--repetition-penalty",
+                                                  "--no-repeat-ngram"};
         bool is_search = false;
         for (size_t k = 0; k < sizeof search_opts / sizeof *search_opts; k++) is_search |= !strcmp(a, search_opts[k]);
         if (is_search) search = a;
@@ -84,6 +99,23 @@ int qkv_cmd_decode(int argc, char **argv) {
             if (!cli_u64_option("qkv decode", argc, argv, &i, &dp.seed)) return 2;
         } else if (!strcmp(a, "--max-len")) {
             if (!cli_int_option("qkv decode", argc, argv, &i, 1, 1000000, &dp.max_len)) return 2;
+        } else if (!strcmp(a, "--alpha")) {
+            if (!cli_real_option("qkv decode", argc, argv, &i, 0, 10, false, &dp.alpha)) return 2;
+        } else if (!strcmp(a, "--length-penalty") && i + 1 < argc) {
+            int v;
+            if (qkv_registry_parse(QKV_REGISTRY_LENGTH_PENALTY, argv[++i], &v)) {
+                cli_print_error("qkv decode: --length-penalty: ");
+                return 2;
+            }
+            dp.length_penalty = (qkv_length_penalty)v;
+        } else if (!strcmp(a, "--repetition-penalty")) {
+            if (!cli_real_option("qkv decode", argc, argv, &i, 0, 1e3, true, &dp.repetition_penalty)) return 2;
+        } else if (!strcmp(a, "--no-repeat-ngram")) {
+            if (!cli_int_option("qkv decode", argc, argv, &i, 0, 1000, &dp.no_repeat_ngram)) return 2;
+        } else if (!strcmp(a, "--allow") && i + 1 < argc) {
+            allow = argv[++i];
+        } else if (!strcmp(a, "--prefix")) {
+            prefix = true;
         } else if (!strcmp(a, "--threads")) {
             if (!cli_int_option("qkv decode", argc, argv, &i, 0, 4096, &threads)) return 2;
         } else if (!strcmp(a, "--stream")) {
@@ -116,7 +148,8 @@ int qkv_cmd_decode(int argc, char **argv) {
         task_takes_option("decode", r.task, search, TASK_GENERATES, run))
         rc = r.task->decode_run(&r, files, n_files,
                                 &(task_run_opts){.run = run, .stream = stream, .layer = -1, .head = -1, .kind = -1,
-                                                 .decode = &dp, .strategy_set = strategy_set, .src_tokens = tokens});
+                                                 .decode = &dp, .strategy_set = strategy_set, .src_tokens = tokens,
+                                                 .allow = allow, .prefix = prefix});
     run_dir_free(&r);
     return rc;
 }

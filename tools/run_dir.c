@@ -74,7 +74,7 @@ const qkv_tokenizer *run_dir_src_tokenizer(const run_dir *r, bool tokens) {
 }
 
 typedef struct encode_sink {
-    const run_dir *r;
+    const qkv_vocab *v;
     const char *file;
     int64_t line_no;
     int32_t *ids;
@@ -86,13 +86,22 @@ static qkv_status encode_symbol(void *ctx, size_t off, size_t len, const char *s
     encode_sink *e = ctx;
     return e->n == e->max ? qkv_set_error(QKV_ERR_SHAPE, "%s:%lld: input longer than the model's limit of %lld symbols",
                                           e->file, (long long)e->line_no, (long long)e->max)
-                          : qkv_vocab_lookup(e->r->src, sym, sym_len, true, e->file, e->line_no, &e->ids[e->n++]);
+                          : qkv_vocab_lookup(e->v, sym, sym_len, true, e->file, e->line_no, &e->ids[e->n++]);
 }
 
 qkv_status run_dir_encode(const run_dir *r, const char *file, int64_t line_no, const char *text,
                           const qkv_tokenizer *tok, int32_t *ids, int64_t max, int64_t *len) {
-    encode_sink e = {.r = r, .file = file, .line_no = line_no, .ids = ids, .max = max};
+    encode_sink e = {.v = r->src, .file = file, .line_no = line_no, .ids = ids, .max = max};
     const qkv_status st = input_line_split(tok, file, line_no, text, strlen(text), "input", encode_symbol, &e);
+    *len = e.n;
+    return st;
+}
+
+qkv_status run_dir_encode_target(const run_dir *r, const char *file, int64_t line_no, const char *text, int32_t *ids,
+                                 int64_t max, int64_t *len) {
+    encode_sink e = {.v = r->tgt, .file = file, .line_no = line_no, .ids = ids, .max = max};
+    const qkv_tokenizer *tok = r->tgt_tokenizer ? r->tgt_tokenizer : qkv_tokenizer_shared(QKV_TOKENIZER_TOKENS);
+    const qkv_status st = input_line_split(tok, file, line_no, text, strlen(text), "target text", encode_symbol, &e);
     *len = e.n;
     return st;
 }

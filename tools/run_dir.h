@@ -46,6 +46,11 @@ char *join_symbols(const qkv_tokenizer *t, const char *const *syms, const size_t
 /* The text of the symbols of ids[0, n) in v, up to the first <eos>, joined by t (as join_symbols). */
 char *ids_text(const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n);
 
+/* The same for a target text (a forced prefix, allowed symbols): cut with the run's target
+ * tokenizer, looked up in r->tgt. */
+qkv_status run_dir_encode_target(const run_dir *r, const char *file, int64_t line_no, const char *text, int32_t *ids,
+                                 int64_t max, int64_t *len);
+
 /* Write the symbols of ids[0, n) in v, up to the first <eos>, to f, joined as tokenizer t joins
  * them (words, phones: one space between them; characters: nothing). */
 void print_symbols(FILE *f, const qkv_tokenizer *t, const qkv_vocab *v, const int32_t *ids, int64_t n);

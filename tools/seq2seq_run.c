@@ -126,60 +126,91 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
 
 /* ---- decode ---------------------------------------------------------------------------------- */
 
+/* Sequences back to back. */
 typedef struct {
-    char **text; /* the input lines, for the output */
     int32_t *ids, *lens;
-    int64_t n, n_ids, cap, cap_ids;
+    int64_t n_ids, cap_ids, cap;
+} sequences;
+
+static bool seq_push(sequences *q, int64_t n, const int32_t *ids, int64_t len) {
+    if (n == q->cap) {
+        const int64_t cap = q->cap ? 2 * q->cap : 64;
+        int32_t *l = realloc(q->lens, sizeof *l * (size_t)cap);
+        if (!l) return false;
+        q->lens = l;
+        q->cap = cap;
+    }
+    if (q->n_ids + len > q->cap_ids) {
+        const int64_t cap = 2 * (q->n_ids + len) + 64;
+        int32_t *g = realloc(q->ids, sizeof *g * (size_t)cap);
+        if (!g) return false;
+        q->ids = g;
+        q->cap_ids = cap;
+    }
+    if (len) memcpy(q->ids + q->n_ids, ids, sizeof *ids * (size_t)len);
+    q->lens[n] = (int32_t)len;
+    q->n_ids += len;
+    return true;
+}
+
+typedef struct {
+    char **text;     /* the input lines, for the output */
+    sequences src;   /* their sources */
+    sequences pre;   /* --prefix: their forced target prefixes */
+    int64_t n, cap;
 } pending;
 
-static bool push(pending *p, const char *line, const int32_t *ids, int64_t len) {
+static bool push(pending *p, const char *line, const int32_t *ids, int64_t len, const int32_t *pre, int64_t pre_len) {
     if (p->n == p->cap) {
-        int64_t cap = p->cap ? 2 * p->cap : 64;
+        const int64_t cap = p->cap ? 2 * p->cap : 64;
         char **t = realloc(p->text, sizeof *t * (size_t)cap);
-        int32_t *l = t ? realloc(p->lens, sizeof *l * (size_t)cap) : NULL;
-        if (t) p->text = t;
-        if (l) p->lens = l;
-        if (!t || !l) return false;
+        if (!t) return false;
+        p->text = t;
         p->cap = cap;
     }
-    if (p->n_ids + len > p->cap_ids) {
-        int64_t cap = 2 * (p->n_ids + len) + 64;
-        int32_t *g = realloc(p->ids, sizeof *g * (size_t)cap);
-        if (!g) return false;
-        p->ids = g;
-        p->cap_ids = cap;
-    }
-    p->text[p->n] = malloc(strlen(line) + 1);
-    if (!p->text[p->n]) return false;
-    strcpy(p->text[p->n], line);
-    memcpy(p->ids + p->n_ids, ids, sizeof *ids * (size_t)len);
-    p->lens[p->n++] = (int32_t)len;
-    p->n_ids += len;
+    if (!seq_push(&p->src, p->n, ids, len) || (pre && !seq_push(&p->pre, p->n, pre, pre_len))) return false;
+    if (!(p->text[p->n] = malloc(strlen(line) + 1))) return false;
+    strcpy(p->text[p->n++], line);
     return true;
 }
 
 static void clear(pending *p) {
     for (int64_t i = 0; i < p->n; i++) free(p->text[i]);
-    p->n = p->n_ids = 0;
+    p->n = p->src.n_ids = p->pre.n_ids = 0;
 }
 
-static bool flush(pending *p, const run_dir *r, const qkv_decode_params *dp) {
+static bool flush(pending *p, const run_dir *r, const qkv_decode_params *params, bool prefix) {
     if (!p->n) return true;
     qkv_hypotheses h;
     memset(&h, 0, sizeof h);
-    if (qkv_decoder_decode(r->decoder, p->ids, p->lens, (int32_t)p->n, dp, &h)) {
+    qkv_decode_params dp = *params;
+    if (prefix) dp.prefix = p->pre.ids, dp.prefix_len = p->pre.lens;
+    if (qkv_decoder_decode(r->decoder, p->src.ids, p->src.lens, (int32_t)p->n, &dp, &h)) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return false;
     }
-    for (int64_t b = 0; b < p->n; b++) {
+    int32_t *whole = NULL; /* --prefix: the prefix, then the hypothesis */
+    for (int64_t b = 0, pre_at = 0; b < p->n; pre_at += prefix ? p->pre.lens[b] : 0, b++) {
         for (int32_t k = 0; k < h.count[b]; k++) {
             const qkv_hypothesis *hy = &h.hyp[b * h.n_best + k];
             printf("%s\t", p->text[b]);
-            run_dir_print_target(stdout, r, hy->tokens, hy->length); /* up to <eos> (dp->eos_id) */
-            if (dp->n_best > 1) printf("\t%.4f", hy->score);
+            const int32_t n_pre = prefix ? p->pre.lens[b] : 0;
+            int32_t *grown = realloc(whole, sizeof *whole * (size_t)(n_pre + hy->length + 1));
+            if (!grown) {
+                fprintf(stderr, "qkv decode: out of memory\n");
+                free(whole);
+                qkv_hypotheses_free(&h);
+                return false;
+            }
+            whole = grown;
+            if (n_pre) memcpy(whole, p->pre.ids + pre_at, sizeof *whole * (size_t)n_pre);
+            memcpy(whole + n_pre, hy->tokens, sizeof *whole * (size_t)hy->length);
+            run_dir_print_target(stdout, r, whole, n_pre + hy->length); /* up to <eos> (dp.eos_id) */
+            if (dp.n_best > 1) printf("\t%.4f", hy->score);
             printf("\n");
         }
     }
+    free(whole);
     fflush(stdout);
     qkv_hypotheses_free(&h);
     clear(p);
@@ -190,9 +221,9 @@ typedef struct {
     const run_dir *r;
     const qkv_decode_params *dp;
     const qkv_tokenizer *tok; /* of the inputs */
-    bool stream;
+    bool stream, prefix;
     int64_t max_in;
-    int32_t *ids; /* (max_in) */
+    int32_t *ids, *pre; /* (max_in) */
     pending p;
 } decode_lines;
 
@@ -202,21 +233,58 @@ typedef struct {
 static int decode_line(void *user, const char *file, int64_t line_no, char *line) {
     decode_lines *d = user;
     if (!line[0]) {
-        if (!flush(&d->p, d->r, d->dp)) return 1;
+        if (!flush(&d->p, d->r, d->dp, d->prefix)) return 1;
         for (int32_t k = 0; k < d->dp->n_best; k++) printf("\n");
         if (d->stream) fflush(stdout);
         return 0;
     }
-    int64_t len = 0;
-    if (run_dir_encode(d->r, file, line_no, line, d->tok, d->ids, d->max_in, &len)) {
+    int64_t len = 0, pre_len = 0;
+    char *tab = d->prefix ? strchr(line, '\t') : NULL; /* --prefix: source<TAB>target prefix */
+    if (tab) *tab = '\0';
+    const qkv_status st = run_dir_encode(d->r, file, line_no, line, d->tok, d->ids, d->max_in, &len);
+    if (tab) *tab = '\t';
+    if (st || (tab && run_dir_encode_target(d->r, file, line_no, tab + 1, d->pre, d->max_in - 1, &pre_len))) {
         fprintf(stderr, "qkv decode: %s\n", qkv_last_error());
         return 1;
     }
-    if (!push(&d->p, line, d->ids, len)) {
+    if (!push(&d->p, line, d->ids, len, d->prefix ? d->pre : NULL, pre_len)) {
         fprintf(stderr, "qkv decode: out of memory\n");
         return 1;
     }
-    return (d->stream || d->p.n == 64) && !flush(&d->p, d->r, d->dp);
+    return (d->stream || d->p.n == 64) && !flush(&d->p, d->r, d->dp, d->prefix);
+}
+
+typedef struct {
+    const run_dir *r;
+    uint8_t *allowed;
+    int32_t *ids;
+    int64_t max;
+} allow_lines;
+
+static int allow_line(void *user, const char *file, int64_t line_no, char *line) {
+    allow_lines *a = user;
+    int64_t n = 0;
+    if (run_dir_encode_target(a->r, file, line_no, line, a->ids, a->max, &n)) {
+        fprintf(stderr, "qkv decode: --allow: %s\n", qkv_last_error());
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        a->allowed[a->ids[i]] = 1;
+    return 0;
+}
+
+/* --allow FILE: the target symbols of the text of FILE (cut with the target tokenizer). */
+static uint8_t *read_allowed(const run_dir *r, const char *path) {
+    const int32_t V = qkv_vocab_size(r->tgt);
+    allow_lines a = {.r = r, .allowed = calloc((size_t)V, 1), .max = 1 << 20};
+    a.ids = malloc(sizeof(int32_t) * (size_t)a.max);
+    if (!a.allowed || !a.ids) fprintf(stderr, "qkv decode: out of memory\n");
+    if (!a.allowed || !a.ids || input_for_each_line("decode", &path, 1, allow_line, &a)) {
+        free(a.allowed);
+        a.allowed = NULL;
+    }
+    free(a.ids);
+    return a.allowed;
 }
 
 int seq2seq_decode_run(run_dir *r, const char *const *files, int n_files, const task_run_opts *o) {
@@ -227,13 +295,19 @@ int seq2seq_decode_run(run_dir *r, const char *const *files, int n_files, const 
     dp.eos_id = QKV_VOCAB_EOS;
     /* dp.max_len: --max-len, else 0: up to the model's limit */
     const int64_t max_in = r->model->cfg.max_len;
-    decode_lines d = {.r = r, .dp = &dp, .tok = run_dir_src_tokenizer(r, o->src_tokens), .stream = o->stream, .max_in = max_in};
+    uint8_t *allowed = o->allow ? read_allowed(r, o->allow) : NULL;
+    if (o->allow && !allowed) return 1;
+    dp.allowed = allowed;
+    decode_lines d = {.r = r, .dp = &dp, .tok = run_dir_src_tokenizer(r, o->src_tokens), .stream = o->stream,
+                      .prefix = o->prefix, .max_in = max_in};
     d.ids = malloc(sizeof(int32_t) * (size_t)max_in);
-    int rc = d.ids ? input_for_each_line("decode", files, n_files, decode_line, &d) : 1;
-    if (!d.ids) fprintf(stderr, "qkv decode: out of memory\n");
+    d.pre = malloc(sizeof(int32_t) * (size_t)max_in);
+    int rc = d.ids && d.pre ? input_for_each_line("decode", files, n_files, decode_line, &d) : 1;
+    if (!d.ids || !d.pre) fprintf(stderr, "qkv decode: out of memory\n");
     pending *const p = &d.p;
-    if (rc == 0 && !flush(p, r, &dp)) rc = 1;
+    if (rc == 0 && !flush(p, r, &dp, d.prefix)) rc = 1;
     clear(p);
-    free(p->text), free(p->ids), free(p->lens), free(d.ids);
+    free(p->text), free(p->src.ids), free(p->src.lens), free(p->pre.ids), free(p->pre.lens), free(d.ids), free(d.pre);
+    free(allowed);
     return rc;
 }

@@ -77,6 +77,8 @@ typedef struct task_run_opts {
     const struct qkv_decode_params *decode; /* eval, decode: the search options (tasks that generate) */
     bool strategy_set;                      /* a search option (--greedy, --beam, ...) was given */
     bool src_tokens;                        /* --tokens: space-separated source tokens */
+    const char *allow;                      /* decode --allow FILE: the target symbols allowed */
+    bool prefix;                            /* decode --prefix: source<TAB>forced target prefix */
 } task_run_opts;
 
 typedef struct task_ops {

@@ -138,6 +138,25 @@ typedef struct qkv_decode_params {
     int32_t length_beam; /* mask-predict: length candidates l >= 1 per input, n_best <= l
                             (default 5, the paper's) */
     bool weight_panels;  /* default true: the session's weight panels (qkv_session_params) */
+    /* Controls of the next token (greedy, beam and sampling; mask-predict refuses them), applied
+     * to each step's logits before anything else reads them, in this order. "The hypothesis'
+     * tokens" are those fed after the first position: a decoder-only prompt after its first
+     * token, an encoder-decoder's forced prefix, and what was generated. */
+    const uint8_t *allowed;    /* NULL (default), or V flags: a token whose flag is 0 is never
+                                  generated (its logit becomes -inf); EOS always may be
+                                  (vocabulary restriction) */
+    int32_t no_repeat_ngram;   /* n >= 1: a token that would repeat an n-gram of the hypothesis'
+                                  tokens is never generated (fairseq's --no-repeat-ngram-size;
+                                  1: no token twice); 0 (default): off */
+    double repetition_penalty; /* theta > 0: the logit x of each distinct token of the hypothesis
+                                  becomes x / theta when x > 0, x * theta otherwise (Keskar et al.
+                                  2019, CTRL); 1 (default): off */
+    /* Encoder-decoder: a forced target prefix. Input b's hypotheses continue prefix[o_b ..
+     * o_b + prefix_len[b]) (the inputs' prefixes back to back, o_b the sum of the earlier
+     * lengths; a length may be 0): the prefix is fed as decoder-only prompts are, so the returned
+     * tokens and scores are those of the continuation. NULL (default): none. */
+    const int32_t *prefix;
+    const int32_t *prefix_len;
 } qkv_decode_params;
 
 /* bos_id / eos_id: the model's own (qkv_model_config), which decoding fills in. */

@@ -90,10 +90,17 @@ qkv_status dec_beam(const dec_job *j) {
     if (!st) st = dec_logp_window_init(&win, V, K);
     for (int32_t b = 0; !st && b < B; b++)
         sent[b] = (sentence){b, 1, 0, false};
-    const qkv_real *logits = first; /* (rows, V) */
-    int32_t rows = B;                /* rows of logits */
+    const bool controls = dec_controls_on(&j->p);
+    qkv_real *logits = first; /* (rows, V) */
+    int32_t rows = B;          /* rows of logits */
     while (!st) {
         const int32_t t = qkv_session_length(s);
+        for (int32_t b = 0; controls && b < B && !st; b++) /* before anything reads the logits */
+            if (!sent[b].done && dec_forced(j, b, t) < 0)
+                for (int32_t k = 0; k < sent[b].cnt && !st; k++)
+                    st = dec_control_logits(j, qkv_session_tokens(s, sent[b].off + k), t,
+                                            logits + (size_t)(sent[b].off + k) * V);
+        if (st) break;
         int32_t n_new = 0;
         for (int32_t b = 0; b < B && !st; b++) {
             sentence *se = &sent[b];

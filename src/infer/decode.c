@@ -41,6 +41,7 @@ qkv_decode_params qkv_decode_default_params(void) {
     p.iterations = 10;
     p.length_beam = 5;
     p.weight_panels = true;
+    p.repetition_penalty = 1;
     return p;
 }
 
@@ -94,6 +95,14 @@ static qkv_status check_params(const char *fn, const qkv_decode_params *p, const
         return BAD("%s: eos_id %d is not the model's (%d): leave it QKV_DECODE_MODEL_ID, or -1 for none", fn,
                    p->eos_id, m->cfg.eos_id);
     if (!qkv__backend_of(p->kernels)) return BAD("%s: unknown kernel set %d", fn, (int)p->kernels);
+    if (!(p->repetition_penalty > 0 && isfinite(p->repetition_penalty)))
+        return BAD("%s: repetition_penalty %g must be finite and > 0 (1: none)", fn, p->repetition_penalty);
+    if (p->no_repeat_ngram < 0) return BAD("%s: no_repeat_ngram %d must be >= 0 (0: none)", fn, p->no_repeat_ngram);
+    if (p->strategy == QKV_DECODE_MASK_PREDICT && (dec_controls_on(p) || p->prefix))
+        return BAD("%s: mask-predict takes no vocabulary restriction, repetition controls or target prefix", fn);
+    if (p->prefix && !seq2seq) return BAD("%s: a target prefix is for encoder-decoder models (a decoder-only "
+                                          "model's prompt is its prefix)", fn);
+    if (p->prefix && !p->prefix_len) return BAD("%s: prefix without prefix_len", fn);
     return QKV_OK;
 }
 
@@ -310,14 +319,43 @@ static qkv_status decode(const char *fn, const qkv_model *m, qkv_decoder *decode
     }
     int64_t *src_off = malloc(sizeof(int64_t) * (size_t)batch);
     int32_t *bos_len = malloc(sizeof(int32_t) * (size_t)batch);
-    int32_t src_min = 0;
+    int32_t src_min = 0, *prompts = NULL;
     st = !src_off || !bos_len ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn)
                               : check_sequences(fn, "source", src, src_len, batch, m->cfg.max_len,
                                                 m->cfg.src_vocab, src_off, &src_min, &j.src_max);
-    if (!st && j.p.max_len == 0) j.p.max_len = m->cfg.max_len;
-    if (!st && j.p.max_len > m->cfg.max_len)
-        st = QKV_ERROR(QKV_ERR_SHAPE, "%s: max_len %d exceeds the model's max_len %d", fn,
-                       j.p.max_len, m->cfg.max_len);
+    /* every input's prompt: [BOS], then its forced prefix */
+    int64_t total = batch;
+    for (int32_t b = 0; !st && j.p.prefix && b < batch; b++) {
+        if (j.p.prefix_len[b] < 0 || j.p.prefix_len[b] > m->cfg.max_len - 1)
+            st = QKV_ERROR(QKV_ERR_SHAPE, "%s: the prefix of input %d has length %d, not in 0 .. %d", fn, b,
+                           j.p.prefix_len[b], m->cfg.max_len - 1);
+        total += j.p.prefix_len[b];
+    }
+    if (!st && !(prompts = malloc(sizeof(int32_t) * (size_t)total))) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
+    j.prompt_min = INT32_MAX, j.prompt_max = 0;
+    for (int32_t b = 0, at = 0, from = 0; !st && b < batch; b++) {
+        const int32_t n = j.p.prefix ? j.p.prefix_len[b] : 0;
+        j.prompt_off[b] = at;
+        prompts[at++] = j.p.bos_id;
+        for (int32_t i = 0; i < n && !st; i++, at++) {
+            prompts[at] = j.p.prefix[from + i];
+            if (prompts[at] < 0 || prompts[at] >= j.V || prompts[at] == j.pad_id)
+                st = BAD("%s: prefix %d, position %d: id %d is not a target token (vocabulary %d, padding %d)", fn,
+                         b, i, prompts[at], j.V, j.pad_id);
+        }
+        from += n;
+        bos_len[b] = 1 + n;
+        if (bos_len[b] < j.prompt_min) j.prompt_min = bos_len[b];
+        if (bos_len[b] > j.prompt_max) j.prompt_max = bos_len[b];
+    }
+    if (!st && j.p.max_len == 0) j.p.max_len = m->cfg.max_len + 1 - j.prompt_max;
+    if (!st && (int64_t)j.prompt_max + j.p.max_len - 1 > m->cfg.max_len)
+        st = QKV_ERROR(QKV_ERR_SHAPE,
+                       j.prompt_max > 1 ? "%s: max_len %d and a prefix of %d exceed the model's max_len %d"
+                                        : "%s: max_len %d exceeds the model's max_len %d",
+                       fn, j.p.max_len, j.prompt_max > 1 ? j.prompt_max - 1 : m->cfg.max_len, m->cfg.max_len);
+    if (!st && j.p.max_len < 1)
+        st = QKV_ERROR(QKV_ERR_SHAPE, "%s: no room to generate after a prefix of %d", fn, j.prompt_max - 1);
     if (!st) {
         j.src_padded = malloc(sizeof(int32_t) * (size_t)batch * (size_t)j.src_max);
         if (!j.src_padded) st = QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", fn);
@@ -328,14 +366,12 @@ static qkv_status decode(const char *fn, const qkv_model *m, qkv_decoder *decode
             memcpy(row, src + src_off[b], sizeof(int32_t) * (size_t)src_len[b]);
             for (int32_t i = src_len[b]; i < j.src_max; i++)
                 row[i] = m->cfg.pad_id;
-            bos_len[b] = 1;
-            j.prompt_off[b] = 0;
         }
-        j.prompt = &j.p.bos_id; /* every input's prompt is [BOS] */
+        j.prompt = prompts;
         j.prompt_len = bos_len;
-        j.prompt_min = j.prompt_max = 1;
         st = run(&j);
     }
+    free(prompts);
     free(src_off);
     free(bos_len);
     free(j.src_padded);

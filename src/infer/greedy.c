@@ -34,9 +34,14 @@ qkv_status dec_independent_rows(const dec_job *j, int32_t width, dec_choose_fn c
     if (!st && choose) st = dec_logp_window_init(&win, V, 1);
     for (int32_t r = 0; !st && r < n_total; r++)
         input[r] = r;
-    const qkv_real *logits = first; /* (n, V) */
+    const bool controls = dec_controls_on(&j->p);
+    qkv_real *logits = first; /* (n, V) */
     while (!st) {
         const int32_t t = qkv_session_length(s), n = qkv_session_rows(s);
+        for (int32_t r = 0; controls && r < n && !st; r++) /* before anything reads the logits */
+            if (dec_forced(j, input[r] / width, t) < 0)
+                st = dec_control_logits(j, qkv_session_tokens(s, r), t, logits + (size_t)r * V);
+        if (st) break;
         if (!choose) {
 #pragma omp parallel for schedule(static) if ((int64_t)n * V >= 32768)
             for (int32_t r = 0; r < n; r++) {

@@ -149,6 +149,12 @@ const double *dec_logp_rows(dec_logp_window *w, const dec_job *j, const qkv_real
 qkv_status dec_store(const dec_job *j, const qkv_session *s, int32_t row, int32_t b, int32_t last,
                      double score, qkv_hypothesis *h);
 
+/* Whether p has a control of the next token on (controls.c). */
+bool dec_controls_on(const qkv_decode_params *p);
+/* Apply the job's controls to x, the V logits of a session row whose fed tokens are fed[0, t)
+ * (in place: a step's logits belong to the search until the next step). */
+qkv_status dec_control_logits(const dec_job *j, const int32_t *fed, int32_t t, qkv_real *x);
+
 /* The strategies (greedy.c, beam.c, sample.c); the job's output is allocated and zeroed. */
 qkv_status dec_greedy(const dec_job *j);
 qkv_status dec_beam(const dec_job *j);

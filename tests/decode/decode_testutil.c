@@ -137,6 +137,18 @@ double dt_teacher_score(const qkv_model *m, const int32_t *src, int32_t src_len,
     return score;
 }
 
+void dt_next_logits(const qkv_model *m, const int32_t *src, int32_t src_len, const int32_t *fed, int32_t n_fed,
+                    double *out) {
+    qkv_ctx *ctx = tu_ctx();
+    qkv_ctx_set_grad_enabled(ctx, false);
+    qkv_tensor *logits = full_logits(ctx, m, src, src_len, fed, n_fed);
+    CHECK_OK(qkv_ctx_status(ctx));
+    const int64_t V = m->cfg.tgt_vocab;
+    for (int64_t v = 0; logits && v < V; v++)
+        out[v] = (double)((const qkv_real *)logits->data)[(int64_t)(n_fed - 1) * V + v];
+    qkv_ctx_free(ctx);
+}
+
 typedef struct {
     const qkv_model *m;
     const int32_t *src;

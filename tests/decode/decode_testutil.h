@@ -63,6 +63,11 @@ bool dt_same_bits(const qkv_hypotheses *x, const qkv_hypotheses *y);
 double dt_teacher_score(const qkv_model *m, const int32_t *src, int32_t src_len,
                         const int32_t *tokens, int32_t len);
 
+/* The next-token logits (V, in double) after fed[0, n_fed) under the full forward: an
+ * encoder-decoder's fed tokens start with BOS, a decoder-only's with its prompt. */
+void dt_next_logits(const qkv_model *m, const int32_t *src, int32_t src_len, const int32_t *fed, int32_t n_fed,
+                    double *out);
+
 /* Every sequence of at most max_len tokens (ending with EOS, or max_len long), pad never used,
  * with its log-probability, into a malloc'd list (*n entries). */
 typedef struct dt_seq {

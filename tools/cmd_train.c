@@ -456,6 +456,26 @@ static bool log_eval_line(train_run *r, int64_t step, uint64_t epoch, const task
  * train.ema the average is what is scored and saved. A model with a NaN or infinite weight (an
  * overflow in an update whose gradients were finite) is neither evaluated nor saved: the files
  * on disk stay the last good ones. */
+/* train.keep_checkpoints = N: the model of this evaluation as step-<S>.safetensors, and only the
+ * last N such files kept (listed from the directory, so a resumed run prunes the files of the
+ * run it continues). */
+static bool keep_step_model(train_run *r, int64_t step) {
+    const task_settings *s = &r->tk->s;
+    char name[64], path[1200];
+    snprintf(name, sizeof name, "step-%lld.safetensors", (long long)step);
+    if (task_path(path, sizeof path, s->out_dir, name) || qkv_model_save(r->model, path)) return false;
+    long long steps[1024];
+    const int n = task_step_models(s->out_dir, steps, 1024);
+    if (n < 0) return false;
+    for (int i = (int)s->keep_checkpoints; i < n; i++) {
+        snprintf(name, sizeof name, "step-%lld.safetensors", steps[i]);
+        if (task_path(path, sizeof path, s->out_dir, name)) return false;
+        if (remove(path) != 0 && errno != ENOENT)
+            return qkv_set_error(QKV_ERR_IO, "%s: cannot remove: %s", path, strerror(errno)), false;
+    }
+    return true;
+}
+
 static run_outcome evaluate_and_save(train_run *r, int64_t step, qkv_batch_pos pos) {
     const task_ops *ops = r->tk->ops;
     if (qkv_trainer_check_finite(r->trainer)) {
@@ -484,6 +504,7 @@ static run_outcome evaluate_and_save(train_run *r, int64_t step, qkv_batch_pos p
     for (int i = 0; i < m.n; i++)
         if (!strcmp(m.m[i].key, r->tk->select)) r->select_label = m.m[i].label, r->select_plain = m.m[i].plain;
     if (qkv_model_save(r->model, r->last_path)) return RUN_ERROR;
+    if (r->tk->s.keep_checkpoints > 0 && !keep_step_model(r, step)) return RUN_ERROR;
     if (best) {
         r->best_value = value;
         if (qkv_model_save(r->model, r->best_path)) return RUN_ERROR;

@@ -17,6 +17,7 @@ int qkv_cmd_data(int argc, char **argv);
 int qkv_cmd_list(int argc, char **argv);
 int qkv_cmd_tokenizer(int argc, char **argv);
 int qkv_cmd_score(int argc, char **argv);
+int qkv_cmd_average(int argc, char **argv);
 /* `qkv data baseline lm` (lm_baseline.c); argv[0] is "lm". */
 int qkv_data_baseline_lm(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static const qkv_command commands[] = {
     {"eval", "decode a data set with a trained model and report WER / PER", qkv_cmd_eval},
     {"decode", "decode inputs (one per line) with a trained model: beam, greedy, sampling", qkv_cmd_decode},
     {"attn", "attention maps of every layer and head for one input: SVG, PNG, HTML, terminal", qkv_cmd_attn},
+    {"average", "checkpoint averaging: the mean of the parameters of model files (a run's last N)", qkv_cmd_average},
     {"inspect", "list the tensors, dtypes, shapes and metadata of a .safetensors file", qkv_cmd_inspect},
     {"data", "prepare the split files of the real data sets; check data files", qkv_cmd_data},
     {"tokenizer", "learn a subword (BPE) model; cut text into symbols and join them back", qkv_cmd_tokenizer},

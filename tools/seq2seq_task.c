@@ -78,7 +78,7 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
     s->out_dir = c.out_dir;
     s->train = c.train;
     s->steps = c.steps, s->max_tokens = c.max_tokens, s->eval_every = c.eval_every;
-    s->log_every = c.log_every, s->threads = c.threads;
+    s->log_every = c.log_every, s->threads = c.threads, s->keep_checkpoints = c.keep_checkpoints;
     if (!seq2seq_read_tokenizers(cfg, s) || !config_int(cfg, "data.max_src_len", 64, 1, 100000, &s->max_src_len) ||
         !config_int(cfg, "data.max_tgt_len", 64, 1, 100000, &s->max_tgt_len))
         return false;
@@ -326,7 +326,7 @@ static bool s2s_create(config *cfg, task **out) {
     c->model = t->s.model;
     c->train = t->s.train;
     c->steps = t->s.steps, c->max_tokens = t->s.max_tokens, c->eval_every = t->s.eval_every;
-    c->log_every = t->s.log_every, c->threads = t->s.threads;
+    c->log_every = t->s.log_every, c->threads = t->s.threads, c->keep_checkpoints = t->s.keep_checkpoints;
     return true;
 }
 

@@ -26,7 +26,7 @@ typedef struct seq2seq_settings {
     int64_t max_src_len, max_tgt_len;
     qkv_model_config model;
     qkv_train_config train;
-    int64_t steps, max_tokens, eval_every, log_every, eval_max_items, threads;
+    int64_t steps, max_tokens, eval_every, log_every, eval_max_items, threads, keep_checkpoints;
     qkv_decode_params decode;
     int64_t eval_batch;
     bool bleu; /* eval.metric = bleu: translation, scored and selected by BLEU (else G2P's WER) */

@@ -3,6 +3,7 @@
 
 #include "qkv/qkv_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +75,27 @@ bool task_create(config *cfg, task **out) {
 
 void task_free(task *t) {
     if (t) t->ops->free(t);
+}
+
+static int by_step_descending(const void *a, const void *b) {
+    const long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x < y) - (x > y);
+}
+
+int task_step_models(const char *dir, long long *steps, int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return qkv_set_error(QKV_ERR_IO, "%s: cannot list: %s", dir, strerror(errno)), -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < cap;) {
+        long long v;
+        char again[64];
+        if (sscanf(e->d_name, "step-%lld.safetensors", &v) == 1 && v >= 0 &&
+            snprintf(again, sizeof again, "step-%lld.safetensors", v) > 0 && !strcmp(again, e->d_name))
+            steps[n++] = v;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof *steps, by_step_descending);
+    return n;
 }
 
 qkv_status task_path(char *buf, size_t size, const char *dir, const char *name) {
@@ -217,7 +239,8 @@ bool task_read_common(config *cfg, task_settings *s) {
     t->seed = (uint64_t)v;
     return config_int(cfg, "train.eval_every", 500, 1, INT64_C(1) << 40, &s->eval_every) &&
            config_int(cfg, "train.log_every", 50, 1, INT64_C(1) << 40, &s->log_every) &&
-           config_int(cfg, "train.threads", 0, 0, 4096, &s->threads);
+           config_int(cfg, "train.threads", 0, 0, 4096, &s->threads) &&
+           config_int(cfg, "train.keep_checkpoints", 0, 0, 1000, &s->keep_checkpoints);
 }
 
 bool task_read_encoder_model(config *cfg, qkv_head_kind head, int64_t default_max_len,

@@ -60,6 +60,7 @@ typedef struct task_settings {
     qkv_model_config model;
     qkv_train_config train;
     int64_t steps, max_tokens, eval_every, log_every, threads;
+    int64_t keep_checkpoints; /* train.keep_checkpoints: step-<S>.safetensors of the last N evaluations */
 } task_settings;
 
 typedef struct task task;
@@ -151,6 +152,10 @@ bool task_takes_option(const char *cmd, const task_ops *t, const char *option, t
 /* Read the `task` key (default seq2seq) and create that task; false with cfg->error. */
 bool task_create(config *cfg, task **out);
 void task_free(task *t); /* accepts NULL */
+
+/* The steps S of the files step-<S>.safetensors in dir (train.keep_checkpoints), the latest first:
+ * at most cap of them into steps; their number, or -1 (qkv_last_error()) when dir cannot be read. */
+int task_step_models(const char *dir, long long *steps, int cap);
 
 /* "<dir>/<name>" into buf; QKV_ERR_INVALID_ARG (qkv_last_error()) when it does not fit. */
 qkv_status task_path(char *buf, size_t size, const char *dir, const char *name);

@@ -148,6 +148,10 @@ QKV_API void qkv_model_free(qkv_model *m); /* accepts NULL */
  * allocating them, so what a file's header asks for stays in proportion to the file. */
 QKV_API qkv_status qkv_model_save(const qkv_model *m, const char *path);
 QKV_API qkv_status qkv_model_load(const char *path, qkv_model **out);
+/* Checkpoint averaging: out's parameters become the element-wise mean of the n models' (summed in
+ * double in the order given; out may be one of them). Every model must have out's configuration
+ * (QKV_ERR_SHAPE otherwise). src/train/average.c. */
+QKV_API qkv_status qkv_model_average(const qkv_model *const *models, int32_t n, qkv_model *out);
 
 /* ---- forward ------------------------------------------------------------------------------ */
 

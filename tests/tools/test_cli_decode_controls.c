@@ -74,3 +74,32 @@ TEST(cli_decode_controls) {
     CHECK(strstr(out, "none.txt: cannot open"));
     cli_run_remove(&r);
 }
+
+/* train.keep_checkpoints and qkv average: the last N step models kept, their mean written; the
+ * mean of one model is that model's file, byte for byte. */
+TEST(cli_average_checkpoints) {
+    cli_run r;
+    char out[8192], path[160], avg[160];
+    CHECK(cli_run_seq2seq(&r, NULL, "model.d_model = 16\nmodel.heads = 2\nmodel.encoder_layers = 1\n"
+                                    "model.decoder_layers = 1\nmodel.ff = 32\ntrain.steps = 8\ntrain.max_tokens = 64\n"
+                                    "train.warmup = 2\ntrain.eval_every = 2\ntrain.keep_checkpoints = 3\n"));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s --set train.steps=4", r.conf) == 0);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s --resume", r.conf) == 0);
+    CHECK(cli_execf(out, sizeof out, "ls %s | grep '^step-'", r.run_dir) == 0);
+    CHECK_MSG(!strcmp(out, "step-4.safetensors\nstep-6.safetensors\nstep-8.safetensors\n"), "kept: '%s'", out);
+    snprintf(avg, sizeof avg, "%s/avg.safetensors", r.run_dir);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " average -o %s --last 3 %s", avg, r.run_dir) == 0);
+    CHECK(strstr(out, "the mean of 3 models: step-4.safetensors step-6.safetensors step-8.safetensors"));
+    CHECK(cli_execf(out, sizeof out, "echo bead | " QKV_CLI_PATH " decode %s --greedy", avg) == 0);
+    snprintf(path, sizeof path, "%s/step-8.safetensors", r.run_dir);
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " average -o %s %s %s", avg, path, path) == 0);
+    CHECK(cli_same_file(avg, path));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " average -o %s --last 4 %s", avg, r.run_dir) == 1);
+    CHECK(strstr(out, "holds 3 step-<S>.safetensors files, --last asks for 4"));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " average %s", path) == 2);
+    CHECK(strstr(out, "-o OUT is required"));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " average -o %s %s %s/src.vocab", avg, path, r.run_dir) == 1);
+    CHECK(strstr(out, "src.vocab"));
+    cli_run_remove(&r);
+}
+

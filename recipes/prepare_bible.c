@@ -127,7 +127,8 @@ typedef struct export {
     verse *v;
     size_t n, cap;
     qkv__buf text;
-} export;
+}
+export;
 
 static void export_free(export *e) {
     free(e->v);
@@ -219,8 +220,8 @@ static qkv_status check_bytes(const char *path, int64_t line, const char *s, siz
                             path, (long long)line, c, i + 1);
             i += (size_t)k;
         } else if ((c < 0x20 && !is_blank((char)c)) || c == 0x7f) {
-            return FAIL("%s:%lld: control character 0x%02X at column %zu", path, (long long)line,
-                        c, i + 1);
+            return FAIL("%s:%lld: control character 0x%02X at column %zu", path, (long long)line, c,
+                        i + 1);
         } else {
             i++;
         }
@@ -234,8 +235,7 @@ static bool ref_number(const char *s, size_t n, size_t *p, int64_t max, int32_t 
     while (q < n && s[q] >= '0' && s[q] <= '9')
         q++;
     int64_t v;
-    if (q >= n || s[q] != ':' || !qkv__parse_uint(s + *p, q - *p, max, &v) || v == 0)
-        return false;
+    if (q >= n || s[q] != ':' || !qkv__parse_uint(s + *p, q - *p, max, &v) || v == 0) return false;
     *out = (int32_t)v;
     *p = q + 1;
     return true;
@@ -387,8 +387,8 @@ static qkv_status read_export(export *e) {
         const char *s = qkv__take_line(data, size, &pos, &len);
         line++;
         if (closed) {
-            st = FAIL("%s:%lld: a line after the closing '(MODULE)' line", e->path,
-                      (long long)line);
+            st =
+                FAIL("%s:%lld: a line after the closing '(MODULE)' line", e->path, (long long)line);
         } else if (is_module_line(s, len)) {
             closed = true;
         } else if (len == 0) {
@@ -489,8 +489,7 @@ static void mark_mismatch(void *ctx, const verse *e, const char *et, const verse
     A->bad[v->book * CHAPTER_SLOTS + v->chapter + 1] = 1;
 }
 
-static void write_pair(void *ctx, const verse *e, const char *et, const verse *s,
-                       const char *st) {
+static void write_pair(void *ctx, const verse *e, const char *et, const verse *s, const char *st) {
     align *A = ctx;
     qkv_prepare_counts *c = A->c;
     if (!e || !s) {
@@ -550,9 +549,8 @@ qkv_status qkv_prepare_bible(const char *cache_dir, const char *out_dir,
     export E = {.path = qkv__path_join(cache_dir, "kjv.txt")};
     export S = {.path = qkv__path_join(cache_dir, "sparv.txt")};
     align A = {.bad = calloc((size_t)N_BOOKS * CHAPTER_SLOTS, 1), .c = &c};
-    qkv_status st = !E.path || !S.path || !A.bad
-                        ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", WHO)
-                        : QKV_OK;
+    qkv_status st =
+        !E.path || !S.path || !A.bad ? QKV_ERROR(QKV_ERR_OOM, "%s: out of memory", WHO) : QKV_OK;
     if (!st) st = read_export(&E);
     if (!st) st = read_export(&S);
     if (!st) {

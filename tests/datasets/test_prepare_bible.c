@@ -4,7 +4,6 @@
  * Spanish), output checked byte for byte; then malformed exports, each refused with its file and
  * line and nothing written. */
 #include "data_testutil.h"
-#include "qkv/qkv_tokenizer.h"
 #include "recipes.h"
 
 #include <stdio.h>
@@ -16,7 +15,8 @@ static const char *const train_en_es =
     "In the beginning God created the heaven and the earth.\t"
     "EN el principio cri\xc3\xb3 Dios los cielos y la tierra.\n"
     "And the earth was without form, and void; and darkness.\t"
-    "Y la tierra estaba desordenada y vac\xc3\xad" "a.\n"
+    "Y la tierra estaba desordenada y vac\xc3\xad"
+    "a.\n"
     "And all the congregation lifted up their voice, and cried.\t"
     "ENTONCES toda la congregaci\xc3\xb3n alz\xc3\xb3 grita.\n"
     "Many there be which say of my soul, There is no help for him in God. Selah.\t"
@@ -27,7 +27,8 @@ static const char *const dev_en_es =
     "The beginning of the gospel of Jesus Christ, the Son of God;\t"
     "PRINCIPIO del evangelio de Jesucristo, Hijo de Dios.\n"
     "As it is written in the prophets, Behold, I send my messenger.\t"
-    "Como est\xc3\xa1 escrito en Isa\xc3\xad" "as el profeta.\n";
+    "Como est\xc3\xa1 escrito en Isa\xc3\xad"
+    "as el profeta.\n";
 
 static const char *const test_en_es =
     "In the beginning was the Word, and the Word was with God, and the Word was God.\t"
@@ -92,14 +93,10 @@ TEST(data_prepare_bible_mini) {
     CHECK(c.max_src_len == 17 && c.max_tgt_len == 17);
     CHECK(dt_count_tmp(out) == 0);
     /* the files read back as translation pairs, source and target as words */
-    char *p = dt_join(out, "bible.es-en.train.tsv");
     qkv_corpus *cp = NULL;
-    const qkv_tokenizer *words = qkv_tokenizer_shared(QKV_TOKENIZER_WORDS);
-    qkv_read_opts o = {.src_tokenizer = words, .tgt_tokenizer = words};
-    CHECK_OK(qkv_corpus_read(QKV_CORPUS_PAIRS, p, &o, &cp));
+    CHECK_OK(dt_read_word_pairs(out, "bible.es-en.train.tsv", &cp));
     CHECK(cp && qkv_corpus_size(cp) == 5);
     qkv_corpus_free(cp);
-    free(p);
     /* idempotent */
     CHECK_OK(qkv_prepare_bible(src, out, NULL));
     DT_CHECK_FILE(out, "bible.dev.ref", "Mark.1.1\nMark.1.2\n");
@@ -108,15 +105,15 @@ TEST(data_prepare_bible_mini) {
     dt_rmtree(dir);
 }
 
-/* kjv.txt (with a fixed, good sparv.txt) -> the expected error; nothing is written. */
-static void bible_fails(const char *kjv, long len, qkv_status st, const char *needle) {
+/* kjv.txt (with a fixed, good sparv.txt) -> the expected QKV_ERR_FORMAT; nothing is written. */
+static void bible_fails(const char *kjv, long len, const char *needle) {
     char *dir = dt_tmpdir();
     CHECK(dt_write(dir, "kjv.txt", kjv, len));
     CHECK(dt_write(dir, "sparv.txt", "Genesis 1:1: EN el principio.\n(spaRV1909eb)\n", -1));
     char want[512];
     snprintf(want, sizeof want, needle, dir);
     char *out = dt_join(dir, "out");
-    CHECK_ERR(qkv_prepare_bible(dir, out, NULL), st, want);
+    CHECK_ERR(qkv_prepare_bible(dir, out, NULL), QKV_ERR_FORMAT, want);
     CHECK_MSG(!exists(dir, "out"), "%s: output written on error", needle);
     free(out);
     dt_rmtree(dir);
@@ -125,48 +122,47 @@ static void bible_fails(const char *kjv, long len, qkv_status st, const char *ne
 #define END "(engKJV2006eb)\n"
 
 TEST(data_prepare_bible_errors) {
-    bible_fails("In the beginning God created.\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: no verse reference ('Book CHAPTER:VERSE: text'");
-    bible_fails("Genesis 1:1: a\nGenesys 1:2: b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:2: no verse reference");
-    bible_fails("Genesis 1:x: a\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: bad chapter:verse in 'Genesis 1:x: a'");
-    bible_fails("Genesis 0:1: a\n" END, -1, QKV_ERR_FORMAT, "%s/kjv.txt:1: bad chapter:verse");
-    bible_fails("Genesis 1:1 a\n" END, -1, QKV_ERR_FORMAT, "%s/kjv.txt:1: bad chapter:verse");
-    bible_fails("Genesis 1:1:a\n" END, -1, QKV_ERR_FORMAT, "%s/kjv.txt:1: bad chapter:verse");
-    bible_fails("Genesis 1:1000: a\n" END, -1, QKV_ERR_FORMAT, "%s/kjv.txt:1: bad chapter:verse");
-    bible_fails("Genesis 1:1: caf\xe9\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: invalid UTF-8 (byte 0xE9 at column 17)");
-    bible_fails("Genesis 1:1: a\x01" "b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: control character 0x01 at column 15");
-    bible_fails("Genesis 1:1: a\0b\n" END, 33, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: control character 0x00");
-    bible_fails("Genesis 1:2: a\nGenesis 1:1: b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:2: Genesis 1:1 after Genesis 1:2: the verses must follow the "
-                "canonical order, each once");
-    bible_fails("Genesis 1:1: a\nGenesis 1:1: b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:2: Genesis 1:1 after Genesis 1:1");
-    bible_fails("Exodus 1:1: a\nGenesis 1:1: b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:2: Genesis 1:1 after Exodus 1:1");
-    bible_fails("Genesis 1:1: a\n\nGenesis 1:2: b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:2: blank line");
-    bible_fails("Genesis 1:1: a\n", -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt: no closing '(MODULE)' line: the export is incomplete");
-    bible_fails("Genesis 1:1: a\n" END "Genesis 1:2: b\n", -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:3: a line after the closing '(MODULE)' line");
-    bible_fails(END, -1, QKV_ERR_FORMAT, "%s/kjv.txt: no verses");
-    bible_fails("", 0, QKV_ERR_FORMAT, "%s/kjv.txt: no closing '(MODULE)' line");
-    bible_fails("Genesis 1:1: a <w savlm=\"x\"\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: unterminated tag '<w savlm=\"x\"' in Genesis 1:1");
-    bible_fails("<title>A Psalm Psalms 3:1: a\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: unterminated '<title>' element");
-    bible_fails("Genesis 1:1: a<note>b</not>\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: unterminated '<note>' element in Genesis 1:1");
-    bible_fails("Genesis 1:1: a &nbsp; b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: unknown entity '&nbsp; b' in Genesis 1:1");
-    bible_fails("Genesis 1:1: a &lt;pad&gt; b\n" END, -1, QKV_ERR_FORMAT,
-                "%s/kjv.txt:1: Genesis 1:1 has the word '<pad>', a reserved symbol");
-    bible_fails("Rome 1:1: a\n" END, -1, QKV_ERR_FORMAT, "no verse reference");
+    static const struct {
+        const char *kjv;
+        long len;           /* -1: strlen */
+        const char *needle; /* %s: the directory */
+    } bad[] = {
+        {"In the beginning God created.\n" END, -1,
+         "%s/kjv.txt:1: no verse reference ('Book CHAPTER:VERSE: text'"},
+        {"Genesis 1:1: a\nGenesys 1:2: b\n" END, -1, "%s/kjv.txt:2: no verse reference"},
+        {"Genesis 1:x: a\n" END, -1, "%s/kjv.txt:1: bad chapter:verse in 'Genesis 1:x: a'"},
+        {"Genesis 0:1: a\n" END, -1, "%s/kjv.txt:1: bad chapter:verse"},
+        {"Genesis 1:1 a\n" END, -1, "%s/kjv.txt:1: bad chapter:verse"},
+        {"Genesis 1:1:a\n" END, -1, "%s/kjv.txt:1: bad chapter:verse"},
+        {"Genesis 1:1000: a\n" END, -1, "%s/kjv.txt:1: bad chapter:verse"},
+        {"Genesis 1:1: caf\xe9\n" END, -1, "%s/kjv.txt:1: invalid UTF-8 (byte 0xE9 at column 17)"},
+        {"Genesis 1:1: a\001b\n" END, -1, "%s/kjv.txt:1: control character 0x01 at column 15"},
+        {"Genesis 1:1: a\0b\n" END, 33, "%s/kjv.txt:1: control character 0x00"},
+        {"Genesis 1:2: a\nGenesis 1:1: b\n" END, -1,
+         "%s/kjv.txt:2: Genesis 1:1 after Genesis 1:2: the verses must follow the "
+         "canonical order, each once"},
+        {"Genesis 1:1: a\nGenesis 1:1: b\n" END, -1, "%s/kjv.txt:2: Genesis 1:1 after Genesis 1:1"},
+        {"Exodus 1:1: a\nGenesis 1:1: b\n" END, -1, "%s/kjv.txt:2: Genesis 1:1 after Exodus 1:1"},
+        {"Genesis 1:1: a\n\nGenesis 1:2: b\n" END, -1, "%s/kjv.txt:2: blank line"},
+        {"Genesis 1:1: a\n", -1,
+         "%s/kjv.txt: no closing '(MODULE)' line: the export is incomplete"},
+        {"Genesis 1:1: a\n" END "Genesis 1:2: b\n", -1,
+         "%s/kjv.txt:3: a line after the closing '(MODULE)' line"},
+        {END, -1, "%s/kjv.txt: no verses"},
+        {"", 0, "%s/kjv.txt: no closing '(MODULE)' line"},
+        {"Genesis 1:1: a <w savlm=\"x\"\n" END, -1,
+         "%s/kjv.txt:1: unterminated tag '<w savlm=\"x\"' in Genesis 1:1"},
+        {"<title>A Psalm Psalms 3:1: a\n" END, -1, "%s/kjv.txt:1: unterminated '<title>' element"},
+        {"Genesis 1:1: a<note>b</not>\n" END, -1,
+         "%s/kjv.txt:1: unterminated '<note>' element in Genesis 1:1"},
+        {"Genesis 1:1: a &nbsp; b\n" END, -1,
+         "%s/kjv.txt:1: unknown entity '&nbsp; b' in Genesis 1:1"},
+        {"Genesis 1:1: a &lt;pad&gt; b\n" END, -1,
+         "%s/kjv.txt:1: Genesis 1:1 has the word '<pad>', a reserved symbol"},
+        {"Rome 1:1: a\n" END, -1, "no verse reference"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        bible_fails(bad[i].kjv, bad[i].len, bad[i].needle);
     /* a missing export is an I/O error naming it */
     char *dir = dt_tmpdir();
     char want[512];
@@ -195,18 +191,21 @@ static void bible_pair(const char *kjv, const char *sparv, const char *want_tsv)
 TEST(data_prepare_bible_text) {
     /* tags removed, milestones and titles separate words, notes do not; entities; pilcrows;
      * USFM markers; blanks collapsed (a TAB too) */
-    bible_pair("Genesis 1:1: \xc2\xb6 A<w>b</w>c<l sID=\"x\"/>d<title>T</title>e\tf\r  g"
-               "<note n=\"1\">N <note>M</note></note>. \\nd LORD \\wj*x &quot;&apos;&amp;&gt;\n" END,
-               "Genesis 1:1: b\n(S)\n", "Abc d e f g. LORD x \"'&>\tb\n");
+    bible_pair(
+        "Genesis 1:1: \xc2\xb6 A<w>b</w>c<l sID=\"x\"/>d<title>T</title>e\tf\r  g"
+        "<note n=\"1\">N <note>M</note></note>. \\nd LORD \\wj*x &quot;&apos;&amp;&gt;\n" END,
+        "Genesis 1:1: b\n(S)\n", "Abc d e f g. LORD x \"'&>\tb\n");
     /* pre-verse markup of any kind is dropped, including a heading's text */
-    bible_pair("<div type=\"x\"/> <title type=\"psalm\">A <w>Psalm</w></title>  Genesis 1:1: a\n" END,
-               "Genesis 1:1: b\n(S)\n", "a\tb\n");
+    bible_pair(
+        "<div type=\"x\"/> <title type=\"psalm\">A <w>Psalm</w></title>  Genesis 1:1: a\n" END,
+        "Genesis 1:1: b\n(S)\n", "a\tb\n");
     /* a reference in the English only drops its chapter and the next one, not others */
     bible_pair("Genesis 1:1: a\nGenesis 1:2: x\nGenesis 2:1: y\nGenesis 3:1: c\n" END,
                "Genesis 1:1: b\nGenesis 2:1: z\nGenesis 3:1: d\n(S)\n", "c\td\n");
     /* an empty English verse counts as empty in the English */
     char *dir = dt_tmpdir();
-    CHECK(dt_write(dir, "kjv.txt", "Genesis 1:1: <chapter eID=\"Gen.1\"/>\nExodus 1:1: a\n" END, -1));
+    CHECK(
+        dt_write(dir, "kjv.txt", "Genesis 1:1: <chapter eID=\"Gen.1\"/>\nExodus 1:1: a\n" END, -1));
     CHECK(dt_write(dir, "sparv.txt", "Genesis 1:1:\nExodus 1:1: b\n(S)\n", -1));
     qkv_prepare_counts c;
     CHECK_OK(qkv_prepare_bible(dir, dir, &c));

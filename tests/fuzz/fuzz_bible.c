@@ -79,7 +79,8 @@ static void check_outputs(const qkv_prepare_counts *k) {
             for (int64_t i = 0; i < qkv_corpus_size(c); i++) {
                 w[0] += qkv_corpus_length(c, i, QKV_FIELD_SRC);
                 w[1] += qkv_corpus_length(c, i, QKV_FIELD_TGT);
-                FZ_REQUIRE(qkv_corpus_length(c, i, QKV_FIELD_SRC) <= (d ? k->max_tgt_len : k->max_src_len));
+                FZ_REQUIRE(qkv_corpus_length(c, i, QKV_FIELD_SRC) <=
+                           (d ? k->max_tgt_len : k->max_src_len));
             }
             FZ_REQUIRE(w[d] == k->words[0][s] && w[1 - d] == k->words[1][s]);
             qkv_corpus_free(c);

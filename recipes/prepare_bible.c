@@ -460,6 +460,11 @@ static void add_pair(qkv__buf *b, const char *src, size_t ns, const char *tgt, s
  * reference that one export lacks. */
 typedef void (*pair_fn)(void *ctx, const verse *e, const char *et, const verse *s, const char *st);
 
+/* The cleaned text of a verse of x ("" while x holds no text at all: every verse empty). */
+static const char *text_of(const export *x, const verse *v) {
+    return x->text.p ? x->text.p + v->text : "";
+}
+
 static void merge(const export *E, const export *S, pair_fn f, void *ctx) {
     size_t i = 0, j = 0;
     while (i < E->n || j < S->n) {
@@ -467,7 +472,7 @@ static void merge(const export *E, const export *S, pair_fn f, void *ctx) {
         int64_t oe = e ? ref_order(e) : INT64_MAX, os = s ? ref_order(s) : INT64_MAX;
         if (oe < os) s = NULL;
         if (os < oe) e = NULL;
-        f(ctx, e, e ? E->text.p + e->text : NULL, s, s ? S->text.p + s->text : NULL);
+        f(ctx, e, e ? text_of(E, e) : NULL, s, s ? text_of(S, s) : NULL);
         i += e != NULL;
         j += s != NULL;
     }

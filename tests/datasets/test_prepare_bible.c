@@ -211,5 +211,12 @@ TEST(data_prepare_bible_text) {
     CHECK_OK(qkv_prepare_bible(dir, dir, &c));
     CHECK(c.empty[0] == 1 && c.empty[1] == 0 && c.versification == 0 && c.items[0] == 1);
     DT_CHECK_FILE(dir, "bible.en-es.train.tsv", "a\tb\n");
+    /* every verse empty (found by fuzz_bible): empty files, no pair */
+    CHECK(dt_write(dir, "kjv.txt", "<w savlm=\"x\"> Psalms 1:1:\n" END, -1));
+    CHECK(dt_write(dir, "sparv.txt", "Psalms 1:1: <l/>\n(S)\n", -1));
+    CHECK_OK(qkv_prepare_bible(dir, dir, &c));
+    CHECK(c.empty[0] == 1 && c.items[0] + c.items[1] + c.items[2] == 0);
+    DT_CHECK_FILE(dir, "bible.en-es.train.tsv", "");
+    DT_CHECK_FILE(dir, "bible.test.ref", "");
     dt_rmtree(dir);
 }

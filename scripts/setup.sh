@@ -6,13 +6,17 @@
 #   scripts/setup.sh            build dependencies
 #   scripts/setup.sh --torch    also python3-torch + numpy (only to regenerate test fixtures)
 #   scripts/setup.sh --profile  also perf and valgrind (bench/profile.sh)
+#   scripts/setup.sh --bible    also diatheke, the SWORD Bible reader that exports the Bible
+#                               modules for `scripts/fetch_data.sh bible` (the modules themselves
+#                               are downloaded and unpacked there, not installed)
 set -eu
 want=(build-essential cmake libopenblas-openmp-dev clang libclang-rt-dev libomp-dev)
 for opt in "$@"; do
     case "$opt" in
     --torch) want+=(python3-torch python3-numpy) ;;
     --profile) want+=(linux-perf valgrind) ;;
-    *) echo "setup: unknown option '$opt' (--torch, --profile)" >&2; exit 2 ;;
+    --bible) want+=(diatheke) ;;
+    *) echo "setup: unknown option '$opt' (--torch, --profile, --bible)" >&2; exit 2 ;;
     esac
 done
 missing=()

@@ -1,5 +1,6 @@
 /* data_testutil.c: see data_testutil.h. */
 #include "data_testutil.h"
+#include "qkv/qkv_tokenizer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -115,4 +116,14 @@ int dt_count_tmp(const char *dir) {
         if (strstr(e->d_name, ".tmp.")) n++;
     closedir(d);
     return n;
+}
+
+qkv_status dt_read_word_pairs(const char *dir, const char *name, qkv_corpus **out) {
+    char *p = dt_join(dir, name);
+    const qkv_tokenizer *words = qkv_tokenizer_shared(QKV_TOKENIZER_WORDS);
+    qkv_read_opts o = {.src_tokenizer = words, .tgt_tokenizer = words};
+    *out = NULL;
+    qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, p, &o, out);
+    free(p);
+    return st;
 }

@@ -28,5 +28,7 @@ void dt_check_file(const char *file, int line, const char *dir, const char *name
 const char *dt_repo_root(void);
 /* Files in dir whose name contains ".tmp." (left-over temporary files). */
 int dt_count_tmp(const char *dir);
+/* dir/name read as translation pairs (QKV_CORPUS_PAIRS), words on both sides (the Bible). */
+qkv_status dt_read_word_pairs(const char *dir, const char *name, qkv_corpus **out);
 
 #endif

@@ -186,3 +186,51 @@ TEST(cli_data_spam_prepare_and_baseline) {
     free(spam);
     dt_rmtree(dir);
 }
+
+TEST(cli_data_bible) {
+    if (access(QKV_CLI_PATH, X_OK) != 0) SKIP("the qkv CLI is not built");
+    char *dir = dt_tmpdir();
+    char args[2048];
+    /* the hand-written exports of tests/data/bible (test_prepare_bible.c has their files) */
+    snprintf(args, sizeof args, "data prepare bible --cache '%s/tests/data' --out '%s/out'",
+             dt_repo_root(), dir);
+    run_result r = run(dir, args);
+    CHECK_MSG(r.code == 0, "exit %d: %s", r.code, r.err);
+    CHECK_MSG(strstr(r.out, "verses read: 14 English (KJV), 15 Spanish (RV1909)\n") &&
+                  strstr(r.out, "dropped: 0 only in the English, 1 only in the Spanish, 0 empty "
+                                "in the English, 1 empty in the Spanish, 3 in chapters of another "
+                                "verse division, 1 first verses of psalms (titles)\n") &&
+                  strstr(r.out, "    verse pairs                     5        2        2\n") &&
+                  strstr(r.out, "longest verse: 17 English words, 17 Spanish words\n"),
+              "%s", r.out);
+    done(&r);
+    char *bible = dt_join(dir, "out/bible");
+    DT_CHECK_FILE(bible, "bible.dev.ref", "Mark.1.1\nMark.1.2\n");
+    /* a translation file may repeat a source on distant lines: check says so and passes */
+    CHECK(dt_write(bible, "rep.tsv", "a\tb\nc\td\na\te\n", -1));
+    snprintf(args, sizeof args, "data check pairs '%s/bible.en-es.train.tsv' '%s/rep.tsv'", bible,
+             bible);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 0 && strstr(r.out, "bible.en-es.train.tsv: 5 examples") &&
+                  strstr(r.out, "5 distinct sources, 0 with more than one target") &&
+                  strstr(r.out, "sources not grouped: ") && strstr(r.out, "rep.tsv:3: word 'a'"),
+              "exit %d: %s%s", r.code, r.out, r.err);
+    done(&r);
+    /* not part of `all`; a missing cache names the setup and the fetch */
+    snprintf(args, sizeof args, "data prepare bible --cache '%s/nowhere' --out '%s/out'", dir, dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && strstr(r.err, "nowhere/bible/kjv.txt: cannot open") &&
+                  strstr(r.err, "scripts/setup.sh --bible && scripts/fetch_data.sh bible"),
+              "exit %d: %s", r.code, r.err);
+    done(&r);
+    snprintf(args, sizeof args, "data prepare all --cache '%s/nowhere' --out '%s/out'", dir, dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && !strstr(r.out, "bible") && !strstr(r.err, "bible"), "%s%s", r.out,
+              r.err);
+    done(&r);
+    r = run(dir, "data prepare --help");
+    CHECK(r.code == 0 && strstr(r.out, "bible: DIR/bible/{kjv,sparv}.txt"));
+    done(&r);
+    free(bible);
+    dt_rmtree(dir);
+}

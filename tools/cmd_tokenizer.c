@@ -2,10 +2,11 @@
  * cmd_tokenizer.c: `qkv tokenizer`: learn a subword model, and cut or join text with any tokenizer.
  *
  *   qkv tokenizer learn -o MODEL [--merges N] [--min-frequency N] [--min-char-count N]
- *                       [--no-byte-fallback] [--field K] FILE...
+ *                       [--no-byte-fallback] [--field K[,K...]] FILE...
  *       Learn a BPE model (qkv_tokenizer.h) from the lines of the files (stdin without any) and
- *       write it to MODEL. Several files make one joint model (source and target); --field K takes
- *       the K-th TAB-separated field of each line (a pairs file's source is 1, its target 2).
+ *       write it to MODEL. Several files make one joint model, as --field 1,2 does of a pairs
+ *       file's source and target fields: --field takes the K-th TAB-separated field of each line
+ *       (each of them, when several are listed).
  *   qkv tokenizer encode [--tokenizer NAME] [--model MODEL] [--field K] [FILE...]
  *       Each line as its symbols, separated by single spaces (with --field, only field K is
  *       rewritten). NAME is bpe with a MODEL, else chars.
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
     qkv_bpe_opts d = qkv_bpe_default_opts();
     fprintf(f,
             "usage: qkv tokenizer learn -o MODEL [--merges N] [--min-frequency N] [--min-char-count N]\n"
-            "                           [--no-byte-fallback] [--field K] FILE...\n"
+            "                           [--no-byte-fallback] [--field K[,K...]] FILE...\n"
             "       qkv tokenizer encode [--tokenizer NAME] [--model MODEL] [--field K] [FILE...]\n"
             "       qkv tokenizer decode [--tokenizer NAME] [--model MODEL] [--field K] [FILE...]\n\n"
             "learn: a byte-pair-encoding model from the lines of the FILEs (stdin without any; several\n"
@@ -40,7 +41,7 @@ static void usage(FILE *f) {
             "  most frequent pair occurs fewer than --min-frequency times (default %lld); characters\n"
             "  seen fewer than --min-char-count times (default %lld) are spelled as bytes <0xE2>, or,\n"
             "  with --no-byte-fallback, as themselves. --field K learns from the K-th TAB-separated\n"
-            "  field of each line (1: a pairs file's source, 2: its target).\n"
+            "  field of each line (1: a pairs file's source, 2: its target; 1,2: both, a joint model).\n"
             "encode: each line (stdin without FILE) as its symbols separated by single spaces;\n"
             "  --field K rewrites only the K-th TAB-separated field. --tokenizer is bpe when --model\n"
             "  is given, else chars (qkv list tokenizer has them all).\n"
@@ -55,7 +56,9 @@ static void usage(FILE *f) {
 
 typedef struct options {
     const char *out, *model, *tokenizer;
-    int field; /* 0: the whole line */
+    int field;      /* 0: the whole line */
+    int fields[8];  /* learn: --field K,K,...: each of them */
+    int n_fields;
     qkv_bpe_opts bpe;
     const char **files;
     int n_files;
@@ -93,8 +96,24 @@ static int parse(const char *sub, int argc, char **argv, options *o) {
             o->model = argv[++i];
         } else if (!learn && !strcmp(a, "--tokenizer") && has_value) {
             o->tokenizer = argv[++i];
+        } else if (!strcmp(a, "--field") && learn && has_value && strchr(argv[i + 1], ',')) {
+            /* a list: each field of each line */
+            char list[128], *save = NULL;
+            snprintf(list, sizeof list, "%s", argv[++i]);
+            o->n_fields = 0;
+            for (char *k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+                char *end = NULL;
+                const long val = strtol(k, &end, 10);
+                if (*end || val < 1 || val > 1000 || o->n_fields == 8) {
+                    fprintf(stderr, "%s: --field needs up to 8 integers in 1..1000, separated by commas (got '%s')\n",
+                            cmd, argv[i]);
+                    return 2;
+                }
+                o->fields[o->n_fields++] = (int)val;
+            }
         } else if (!strcmp(a, "--field")) {
             if (!cli_int_option(cmd, argc, argv, &i, 1, 1000, &o->field)) return 2;
+            o->fields[0] = o->field, o->n_fields = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
@@ -140,14 +159,16 @@ typedef struct learning {
 
 static int learn_line(void *user, const char *file, int64_t line_no, char *line) {
     learning *g = user;
-    size_t n;
-    const char *text = field_of(CMD " learn", file, line_no, line, g->o->field, &n);
-    if (!text) return 1;
-    if (qkv_bpe_learner_add(g->l, text, n, "line")) {
-        char prefix[600];
-        snprintf(prefix, sizeof prefix, CMD " learn: %s:%lld: ", file, (long long)line_no);
-        cli_print_error(prefix);
-        return 1;
+    for (int f = 0; f < (g->o->n_fields ? g->o->n_fields : 1); f++) {
+        size_t n;
+        const char *text = field_of(CMD " learn", file, line_no, line, g->o->n_fields ? g->o->fields[f] : 0, &n);
+        if (!text) return 1;
+        if (qkv_bpe_learner_add(g->l, text, n, "line")) {
+            char prefix[600];
+            snprintf(prefix, sizeof prefix, CMD " learn: %s:%lld: ", file, (long long)line_no);
+            cli_print_error(prefix);
+            return 1;
+        }
     }
     g->lines++;
     return 0;

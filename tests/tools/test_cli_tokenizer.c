@@ -47,6 +47,12 @@ TEST(cli_tokenizer_learn_encode_decode) {
     CHECK(cli_same_file(model, want_path));
     CHECK(cli_execf(out, sizeof out, "cat %s %s | " QKV_CLI_PATH " tokenizer learn -o %s", a, b, model) == 0);
     CHECK(cli_same_file(model, want_path));
+    /* a joint model of both fields: the lines of a with those of b beside them */
+    cli_write_file(pairs, "low low low low low\tnewest newest newest newest newest newest\nlower lower\twidest widest widest\n");
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --field 1,2 -o %s %s", model, pairs) == 0);
+    CHECK(cli_same_file(model, want_path));
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --field 1,x -o %s %s", model, pairs) == 2);
+    CHECK(strstr(out, "--field needs up to 8 integers in 1..1000, separated by commas (got '1,x')"));
     CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn --merges 3 -o %s %s %s", model, a, b) == 0);
     CHECK(strstr(out, "3 merges") && !strstr(out, "no pair left"));
     CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " tokenizer learn -o %s %s %s", model, a, b) == 0);

@@ -94,18 +94,17 @@ int seq2seq_eval_run(run_dir *r, const char *data, const task_run_opts *o) {
     seq2seq_hyps hyps;
     struct timespec t0, t1;
     clock_t c0 = 0;
-    if (seq2seq_eval_set_load(data, &ro, r->src, r->tgt, &e)) {
+    bool bleu = false;
+    if (!seq2seq_read_metric(&r->conf, &bleu)) {
+        fprintf(stderr, "qkv eval: %s\n", r->conf.error);
+        return 1;
+    }
+    if (seq2seq_eval_set_load(data, &ro, bleu, r->src, r->tgt, &e)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         return 1;
     }
     c0 = clock();
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    bool bleu = false;
-    if (!seq2seq_read_metric(&r->conf, &bleu)) {
-        fprintf(stderr, "qkv eval: %s\n", r->conf.error);
-        seq2seq_eval_set_free(&e);
-        return 1;
-    }
     if (seq2seq_evaluate(r->model, &e, &s.decode, 64, 0, &wc, o->show || bleu ? &hyps : NULL)) {
         fprintf(stderr, "qkv eval: %s\n", qkv_last_error());
         seq2seq_eval_set_free(&e);

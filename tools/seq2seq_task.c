@@ -211,12 +211,23 @@ qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s, const qkv_tokenizer *
         .max_src_len = s->max_src_len, .max_tgt_len = s->max_tgt_len, .src_tokenizer = src, .tgt_tokenizer = tgt};
 }
 
-qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, const qkv_vocab *src,
+/* One group per line. */
+static qkv_status line_groups(const qkv_corpus *c, qkv_groups *out) {
+    const int64_t n = qkv_corpus_size(c);
+    out->n = n;
+    if (!(out->start = malloc(sizeof *out->start * (size_t)(n + 1))))
+        return qkv_set_error(QKV_ERR_OOM, "evaluate: out of memory");
+    for (int64_t i = 0; i <= n; i++)
+        out->start[i] = i;
+    return QKV_OK;
+}
+
+qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, bool per_line, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out) {
     memset(out, 0, sizeof *out);
     qkv_status st = qkv_corpus_read(QKV_CORPUS_PAIRS, path, ro, &out->corpus);
     if (!st) st = qkv_dataset_encode(out->corpus, src, tgt, false, &out->data);
-    if (!st) st = qkv_corpus_groups(out->corpus, &out->groups);
+    if (!st) st = per_line ? line_groups(out->corpus, &out->groups) : qkv_corpus_groups(out->corpus, &out->groups);
     if (!st && out->groups.n == 0) /* no words would score a perfect 0 % WER */
         st = qkv_set_error(QKV_ERR_FORMAT, "%s: no pairs to evaluate on (the file is empty)", path);
     if (st) seq2seq_eval_set_free(out);
@@ -408,7 +419,7 @@ static qkv_status s2s_prepare(task *base, bool resume) {
         if ((st = task_write_conf(dir, "seq2seq", lines, n))) return st;
     }
     if ((st = qkv_dataset_encode(t->train_corpus, t->src, t->tgt, true, &t->train))) return st;
-    if ((st = seq2seq_eval_set_load(s->dev_path, &ro, t->src, t->tgt, &t->dev))) return st;
+    if ((st = seq2seq_eval_set_load(s->dev_path, &ro, s->bleu, t->src, t->tgt, &t->dev))) return st;
     base->s.model.src_vocab = qkv_vocab_size(t->src);
     base->s.model.tgt_vocab = qkv_vocab_size(t->tgt);
     base->train = t->train;

@@ -52,14 +52,16 @@ void seq2seq_tokenizers_free(seq2seq_tokenizers *t);
 qkv_read_opts seq2seq_read_opts(const seq2seq_settings *s, const qkv_tokenizer *src, const qkv_tokenizer *tgt);
 
 /* The evaluation data of a split: its corpus encoded with the run's vocabularies, and the groups
- * of references (one item per word). */
+ * of references: one item per word, whose lines must be consecutive (G2P), or, per_line
+ * (translation, eval.metric = bleu), one item per line with its one reference, as sacreBLEU pairs
+ * line i of the hypotheses with line i of the references. */
 typedef struct seq2seq_eval_set {
     qkv_corpus *corpus;
     qkv_dataset *data;
     qkv_groups groups;
 } seq2seq_eval_set;
 
-qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, const qkv_vocab *src,
+qkv_status seq2seq_eval_set_load(const char *path, const qkv_read_opts *ro, bool per_line, const qkv_vocab *src,
                                  const qkv_vocab *tgt, seq2seq_eval_set *out);
 void seq2seq_eval_set_free(seq2seq_eval_set *e);
 
@@ -76,8 +78,8 @@ qkv_status seq2seq_evaluate(const qkv_model *m, const seq2seq_eval_set *e, const
 /* eval.metric of a configuration or task.conf: whether it is bleu. */
 bool seq2seq_read_metric(config *cfg, bool *bleu);
 /* Corpus BLEU and chrF (sacreBLEU's defaults, qkv_mt_metrics.h) of the hypotheses h of e's first
- * h->n items: each hypothesis, and every reference of its item (the targets of its group), joined
- * into text with the target tokenizer tok. */
+ * h->n items: each hypothesis, and every reference of its item (the targets of its group: one
+ * with per_line groups), joined into text with the target tokenizer tok. */
 qkv_status seq2seq_text_scores(const seq2seq_eval_set *e, const seq2seq_hyps *h, const qkv_vocab *tgt,
                                const qkv_tokenizer *tok, qkv_bleu_stats *bleu, qkv_chrf_stats *chrf);
 void seq2seq_free_hyps(seq2seq_hyps *h);

@@ -195,3 +195,71 @@ TEST(data_real_bible_counts) {
     free(src);
     dt_rmtree(out);
 }
+
+typedef struct pieces {
+    const char *sym[4096];
+    size_t len[4096];
+    int n;
+} pieces;
+
+static qkv_status keep_piece(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
+    (void)off, (void)len;
+    pieces *p = ctx;
+    if (p->n == 4096) return qkv_set_error(QKV_ERR_SHAPE, "a verse of more than 4096 subwords");
+    p->sym[p->n] = sym;
+    p->len[p->n++] = sym_len;
+    return QKV_OK;
+}
+
+/* A joint BPE model of the Bible's training split (both languages) gives every line of every split
+ * back from its subwords: detok(tok(x)) = x on the whole corpus. */
+TEST(data_real_bible_subwords_round_trip) {
+    if (!exists("data/bible/bible.en-es.train.tsv"))
+        SKIP("no data/bible (scripts/fetch_data.sh bible && qkv data prepare bible)");
+    char *dir = dt_join(dt_repo_root(), "data/bible"), *tmp = dt_tmpdir(), *model = dt_join(tmp, "bible.bpe");
+    static const char *const splits[] = {"bible.en-es.train.tsv", "bible.en-es.dev.tsv", "bible.en-es.test.tsv"};
+    char *text[3];
+    for (int s = 0; s < 3; s++)
+        text[s] = dt_read(dir, splits[s], NULL);
+    qkv_bpe_opts o = qkv_bpe_default_opts();
+    o.merges = 8000;
+    qkv_bpe_learner *l = NULL;
+    qkv_tokenizer *t = NULL;
+    CHECK_OK(qkv_bpe_learner_new(&o, &l));
+    for (char *p = text[0], *nl; l && p && (nl = strchr(p, '\n')); p = nl + 1) {
+        const char *tab = memchr(p, '\t', (size_t)(nl - p));
+        CHECK_OK(qkv_bpe_learner_add(l, p, tab ? (size_t)(tab - p) : (size_t)(nl - p), "source"));
+        if (tab) CHECK_OK(qkv_bpe_learner_add(l, tab + 1, (size_t)(nl - tab - 1), "target"));
+    }
+    int32_t merges = 0;
+    if (l) CHECK_OK(qkv_bpe_learner_save(l, model, &merges, NULL));
+    CHECK(merges == 8000);
+    CHECK_OK(qkv_tokenizer_new(QKV_TOKENIZER_BPE, model, &t));
+    int64_t lines = 0, bad = 0, symbols = 0;
+    static pieces p;
+    static char back[65536];
+    for (int s = 0; t && s < 3; s++)
+        for (char *q = text[s], *nl; q && (nl = strchr(q, '\n')); q = nl + 1) {
+            *nl = '\0';
+            for (char *field = q, *tab; field; field = tab ? tab + 1 : NULL) { /* both fields */
+                tab = strchr(field, '\t');
+                const size_t n = tab ? (size_t)(tab - field) : strlen(field);
+                p.n = 0;
+                size_t got = 0;
+                if (qkv_tokenizer_split(t, field, n, NULL, keep_piece, &p) ||
+                    qkv_tokenizer_join(t, p.sym, p.len, p.n, back, sizeof back, &got) || got != n ||
+                    memcmp(back, field, n))
+                    bad++;
+                symbols += p.n;
+                lines++;
+            }
+        }
+    CHECK_MSG(bad == 0, "%lld of %lld texts do not come back", (long long)bad, (long long)lines);
+    CHECK(lines == 2 * (27636 + 1115 + 1615) && symbols > lines);
+    qkv_tokenizer_free(t);
+    qkv_bpe_learner_free(l);
+    for (int s = 0; s < 3; s++)
+        free(text[s]);
+    free(dir), free(model);
+    dt_rmtree(tmp);
+}

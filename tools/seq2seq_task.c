@@ -91,7 +91,9 @@ bool seq2seq_read_settings(config *cfg, seq2seq_settings *s) {
         return false;
     m->arch = QKV_ARCH_ENCODER_DECODER; /* qkv_model_default_config's encoder-decoder */
     m->n_decoder_layers = (int32_t)dec;
-    if (!config_bool(cfg, "model.tie_embeddings", false, &m->tie_embeddings)) return false;
+    if (!config_bool(cfg, "model.tie_embeddings", false, &m->tie_embeddings) ||
+        !config_bool(cfg, "model.share_embeddings", false, &m->share_embeddings))
+        return false;
     if (!config_bool(cfg, "model.nat", false, &m->nat)) return false; /* mask_id: seq2seq_nat_mask */
     m->dec_self_attn = m->self_attn;
     m->dec_self_attn.relpos_bidirectional = m->nat; /* a nat decoder looks both ways */
@@ -373,6 +375,20 @@ static qkv_status s2s_tokenizers(seq2seq_task *t, bool resume) {
     return st;
 }
 
+/* The vocabulary of both fields of c (model.share_embeddings), in byte order. */
+static qkv_status joint_vocab(const qkv_corpus *c, qkv_vocab **out) {
+    qkv_status st = qkv_vocab_build(c, QKV_FIELD_SRC, 1, false, out);
+    for (int64_t i = 0; !st && i < qkv_corpus_size(c); i++)
+        for (int64_t k = 0; !st && k < qkv_corpus_length(c, i, QKV_FIELD_TGT); k++) {
+            size_t len;
+            const char *sym = qkv_corpus_symbol(c, i, QKV_FIELD_TGT, k, &len);
+            int32_t id;
+            st = qkv_vocab_add(*out, sym, len, &id);
+        }
+    if (!st) st = qkv_vocab_sort(*out);
+    return st;
+}
+
 static qkv_status s2s_prepare(task *base, bool resume) {
     seq2seq_task *t = (seq2seq_task *)base;
     const seq2seq_settings *s = &t->s;
@@ -389,13 +405,18 @@ static qkv_status s2s_prepare(task *base, bool resume) {
         if ((st = task_path(path, sizeof path, dir, "tgt.vocab")) || (st = qkv_vocab_load(path, &t->tgt))) return st;
         if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, false, &base->s.model.mask_id))) return st;
     } else {
-        if ((st = qkv_vocab_build(t->train_corpus, QKV_FIELD_SRC, 1, true, &t->src)) ||
-            (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, true, &t->tgt)))
+        if (s->model.share_embeddings) { /* one vocabulary: both fields' symbols in each copy */
+            if ((st = joint_vocab(t->train_corpus, &t->src)) || (st = joint_vocab(t->train_corpus, &t->tgt))) return st;
+        } else if ((st = qkv_vocab_build(t->train_corpus, QKV_FIELD_SRC, 1, true, &t->src)) ||
+                   (st = qkv_vocab_build(t->train_corpus, QKV_FIELD_TGT, 1, true, &t->tgt))) {
             return st;
-        /* the tokenizer's symbols the training set lacks (bpe: bytes, ...), in byte order with the rest */
-        if ((st = qkv_tokenizer_add_fallback(t->tok.src, t->src)) || (st = qkv_vocab_sort(t->src)) ||
-            (st = qkv_tokenizer_add_fallback(t->tok.tgt, t->tgt)) || (st = qkv_vocab_sort(t->tgt)))
-            return st;
+        }
+        /* the tokenizers' symbols the training set lacks (bpe: bytes, ...), in byte order with the rest */
+        for (int k = 0; k < (s->model.share_embeddings ? 2 : 1) && !st; k++) /* joint: both into each */
+            if ((st = qkv_tokenizer_add_fallback(k ? t->tok.tgt : t->tok.src, t->src)) ||
+                (st = qkv_tokenizer_add_fallback(k ? t->tok.src : t->tok.tgt, t->tgt)))
+                return st;
+        if ((st = qkv_vocab_sort(t->src)) || (st = qkv_vocab_sort(t->tgt))) return st;
         /* a non-autoregressive run appends <mask> to the target vocabulary before saving it */
         if (s->model.nat && (st = seq2seq_nat_mask(t->tgt, true, &base->s.model.mask_id))) return st;
         if ((st = task_path(path, sizeof path, dir, "src.vocab")) || (st = qkv_vocab_save(t->src, path))) return st;

@@ -12,6 +12,7 @@
  *     transformer.encoder.layers.<i>.*  transformer.encoder.norm.{weight,bias}
  *     transformer.decoder.layers.<i>.*  transformer.decoder.norm.{weight,bias}   (nn.Transformer)
  *     generator.{weight,bias} (Vt, C)   (generator.weight absent when tied to tgt_embed)
+ *                                       (tgt_embed.weight absent when shared with src_embed)
  *   encoder-only:  embed.weight, encoder.layers.<i>.*, encoder.norm.*, head.{weight,bias}
  *   decoder-only:  embed.weight, layers.<i>.* (encoder layers with a causal mask), norm.*,
  *                  lm_head.{weight,bias}
@@ -74,6 +75,9 @@ typedef struct qkv_model_config {
     bool norm_first;       /* pre-LN layers (default false: post-LN, the 2017 paper) */
     bool final_norm;       /* LayerNorm after each stack (nn.Transformer has them; default true) */
     bool tie_embeddings;   /* output projection weight = target embedding (default false) */
+    bool share_embeddings; /* encoder-decoder: one embedding for source and target (src_embed.weight;
+                              src_vocab = tgt_vocab, one joint vocabulary; Press and Wolf 2017;
+                              default false) */
     qkv_activation activation;
     double dropout;        /* embeddings, residuals, feed-forward, attention weights */
     double layer_norm_eps;

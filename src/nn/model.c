@@ -58,7 +58,7 @@ static qkv_status register_params(qkv_model *m) {
     else st = add(m, embed, 2, (int64_t[]){in_vocab, C}, &m->src_embed);
     if (!st && c->pos == QKV_POS_LEARNED && m->src_embed) st = add(m, pos, 2, (int64_t[]){L, C}, &m->src_pos);
     if (!st) st = qkv__model_features_register(m);
-    if (!st && ed) st = add(m, "tgt_embed.weight", 2, (int64_t[]){c->tgt_vocab, C}, &m->tgt_embed);
+    if (!st && ed && !c->share_embeddings) st = add(m, "tgt_embed.weight", 2, (int64_t[]){c->tgt_vocab, C}, &m->tgt_embed);
     if (!st && ed && c->pos == QKV_POS_LEARNED) st = add(m, "tgt_pos.weight", 2, (int64_t[]){L, C}, &m->tgt_pos);
     const qkv_layer_config enc = layer_config(c, &c->self_attn, &c->cross_attn);
     const char *enc_prefix = ed ? "transformer.encoder.layers." : c->arch == QKV_ARCH_ENCODER ? "encoder.layers." : "layers.";
@@ -96,7 +96,7 @@ static void init_params(qkv_model *m, uint64_t seed) {
     const double embed_std = c->scale_embeddings ? 1 / sqrt(C) : 1.0;
     if (m->src_embed) qkv_init_normal(m->src_embed, 0, embed_std, seed, 1000);
     if (m->patch_w) qkv__image_init(m, seed);
-    if (m->tgt_embed) qkv_init_normal(m->tgt_embed, 0, embed_std, seed, 1001);
+    if (m->tgt_embed && m->tgt_embed != m->src_embed) qkv_init_normal(m->tgt_embed, 0, embed_std, seed, 1001);
     if (m->src_pos) qkv_init_normal(m->src_pos, 0, 0.02, seed, 1002);
     qkv__model_features_init(m, seed);
     if (m->tgt_pos) qkv_init_normal(m->tgt_pos, 0, 0.02, seed, 1003);
@@ -147,6 +147,7 @@ static qkv_status model_create(const qkv_model_config *cfg, uint64_t seed, bool 
         qkv_model_free(m);
         return st;
     }
+    if (cfg->share_embeddings) m->tgt_embed = m->src_embed;
     if (cfg->tie_embeddings) m->out_w = m->tgt_embed ? m->tgt_embed : m->src_embed;
     if (init) init_params(m, seed);
     *out = m;

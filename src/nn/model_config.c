@@ -28,6 +28,7 @@ qkv_model_config qkv_model_default_config(qkv_arch arch, int32_t d_model, int32_
     c.norm_first = false;
     c.final_norm = true;
     c.tie_embeddings = false;
+    c.share_embeddings = false;
     c.activation = QKV_ACT_RELU;
     c.dropout = 0.1;
     c.layer_norm_eps = 1e-5;
@@ -157,6 +158,9 @@ qkv_status qkv_model_config_check(const qkv_model_config *c) {
                        "recorded)",
                        c->bos_id, c->eos_id, c->tgt_vocab - 1, c->pad_id);
     if (c->tie_embeddings && c->arch == QKV_ARCH_ENCODER) return BAD("tie_embeddings needs a decoder (the head predicts classes)");
+    if (c->share_embeddings && (c->arch != QKV_ARCH_ENCODER_DECODER || c->src_vocab != c->tgt_vocab))
+        return BAD("share_embeddings needs an encoder-decoder with one vocabulary (src_vocab %d, tgt_vocab %d)",
+                   c->src_vocab, c->tgt_vocab);
     if (c->n_features < 0 || c->n_features > QKV_MODEL_MAX_FEATURES)
         return BAD("n_features %d is not in [0, %d]", c->n_features, QKV_MODEL_MAX_FEATURES);
     if (c->n_features > 0 && c->arch != QKV_ARCH_ENCODER) return BAD("feature inputs need an encoder-only model");
@@ -234,6 +238,7 @@ qkv_status qkv_model_config_to_json(const qkv_model_config *c, char *buf, size_t
         c->n_decoder_layers, c->max_len, NAME(POS, c->pos), c->scale_embeddings ? "true" : "false",
         c->norm_first ? "true" : "false", c->final_norm ? "true" : "false", c->tie_embeddings ? "true" : "false",
         NAME(ACTIVATION, c->activation), c->dropout, c->layer_norm_eps, NAME(HEAD, c->head), c->pad_id);
+    if (c->share_embeddings) put(&w, ",\"share_embeddings\":true"); /* only then: older models keep their JSON */
     put_attn(&w, "self_attn", &c->self_attn);
     put_attn(&w, "dec_self_attn", &c->dec_self_attn);
     put_attn(&w, "cross_attn", &c->cross_attn);
@@ -378,6 +383,7 @@ qkv_status qkv_model_config_from_json(const char *json, qkv_model_config *c) {
             else if (!strcmp(k, "norm_first")) st = get_bool(v, k, &c->norm_first);
             else if (!strcmp(k, "final_norm")) st = get_bool(v, k, &c->final_norm);
             else if (!strcmp(k, "tie_embeddings")) st = get_bool(v, k, &c->tie_embeddings);
+            else if (!strcmp(k, "share_embeddings")) st = get_bool(v, k, &c->share_embeddings);
             else if (!strcmp(k, "activation")) st = get_enum(v, k, QKV_REGISTRY_ACTIVATION, &e), c->activation = (qkv_activation)e;
             else if (!strcmp(k, "dropout")) st = get_double(v, k, &c->dropout);
             else if (!strcmp(k, "layer_norm_eps")) st = get_double(v, k, &c->layer_norm_eps);

@@ -210,6 +210,18 @@ TEST(cli_tokenizer_bpe_run) {
     /* the byte symbols are in both vocabularies: an unseen character is no unknown symbol */
     CHECK(cli_execf(out, sizeof out, "grep -c '^<0x' %s/src.vocab %s/tgt.vocab", r.run_dir, r.run_dir) == 0 &&
           strstr(out, "src.vocab:256") && strstr(out, "tgt.vocab:256"));
+    /* model.share_embeddings: one vocabulary of both sides, the same file twice */
+    CHECK(cli_execf(out, sizeof out, QKV_CLI_PATH " train %s --set model.share_embeddings=true --set train.steps=2 "
+                                     "--set out.dir=%s/shared",
+                    r.conf, r.dir) == 0);
+    char sv[160], tv[160];
+    snprintf(sv, sizeof sv, "%s/shared/src.vocab", r.dir);
+    snprintf(tv, sizeof tv, "%s/shared/tgt.vocab", r.dir);
+    CHECK(cli_same_file(sv, tv));
+    /* and its symbols are those of the two vocabularies of the unshared run */
+    CHECK(cli_execf(out, sizeof out, "LC_ALL=C sort -u %s/src.vocab %s/tgt.vocab > %s/union && LC_ALL=C sort %s | cmp - %s/union",
+                    r.run_dir, r.run_dir, r.dir, sv, r.dir) == 0);
+    CHECK(cli_execf(out, sizeof out, "echo the dog | " QKV_CLI_PATH " decode %s/shared --greedy", r.dir) == 0);
     /* the run's copies serve decoding once the originals are gone */
     CHECK(remove(src) == 0 && remove(tgt) == 0);
     CHECK(cli_execf(out, sizeof out, "printf 'the big dog\\nthe \\342\\230\\203 cat\\n' | " QKV_CLI_PATH " decode %s --greedy",

@@ -35,7 +35,7 @@ static void usage(FILE *f) {
             "punctuation kept. The count of words found goes to stderr.\n\n"
             "example:\n"
             "  $ echo 'In the beginning was the Word.' | qkv data baseline mt-dict\n"
-            "  A el comienzo fue el palabra.\n");
+            "  A el comienzo was el Palabra.\n");
 }
 
 typedef struct {

@@ -81,21 +81,12 @@ int64_t qkv_dict_size(const qkv_dict *d) {
 
 /* ---- dictd's base64 numbers ---- */
 
-static int b64_digit(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
 /* s[0, n) as a number: 1 .. 10 digits (below 2^60). */
 static bool b64_number(const char *s, size_t n, int64_t *out) {
     if (n == 0 || n > 10) return false;
     int64_t v = 0;
     for (size_t i = 0; i < n; i++) {
-        int k = b64_digit(s[i]);
+        int k = qkv__base64_digit(s[i]);
         if (k < 0) return false;
         v = v * 64 + k;
     }

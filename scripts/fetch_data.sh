@@ -163,6 +163,18 @@ apt_download() {
     fi
 }
 
+# move_into DIR TMP FILE...: DIR replaced by the FILEs (of the scratch directory TMP) and TMP's
+# copyright files; TMP removed.
+move_into() {
+    local dir=$1 tmp=$2
+    shift 2
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    mv "$@" "$dir/"
+    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+
 # The Bible: the SWORD modules of Debian's sword-text-kjv and sword-text-sparv, unpacked into a
 # scratch directory (not installed) and exported whole by diatheke, one verse per line with the
 # modules' OSIS markup (diatheke's default "internal" format; -f plain breaks poetry into lines
@@ -205,11 +217,7 @@ fetch_bible() {
             die "checksum mismatch for the export of $m: expected sha256 $sha, got $(sha256_of "$out") (another package or diatheke version: $(tr '\n' ';' <"$versions") docs/data.md lists the ones checked; the export is left in data/cache/bible.tmp)"
         fi
     done
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    mv "$tmp/kjv.txt" "$tmp/sparv.txt" "$versions" "$dir/"
-    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
-    rm -rf "$tmp"
+    move_into "$dir" "$tmp" "$tmp/kjv.txt" "$tmp/sparv.txt" "$versions"
     echo "fetch_data: bible ok: data/cache/bible/kjv.txt, sparv.txt ($(tr '\n' ' ' <"$dir/versions.txt"))"
 }
 
@@ -248,11 +256,7 @@ fetch_freedict() {
             die "checksum mismatch for $f: expected sha256 $sha, got $(sha256_of "$tmp/$f") (another package version: $(cat "$tmp/versions.txt"); docs/data.md lists the one checked; the files are left in data/cache/freedict.tmp)"
         fi
     done
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    mv "$tmp/eng-spa.index" "$tmp/eng-spa.dict" "$tmp/versions.txt" "$dir/"
-    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
-    rm -rf "$tmp"
+    move_into "$dir" "$tmp" "$tmp/eng-spa.index" "$tmp/eng-spa.dict" "$tmp/versions.txt"
     echo "fetch_data: freedict ok: data/cache/freedict/eng-spa.index, eng-spa.dict ($(tr '\n' ' ' <"$dir/versions.txt"))"
 }
 

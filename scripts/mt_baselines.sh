@@ -125,19 +125,6 @@ apertium_lines() {
 }
 
 lines() {
-    # escape the stream's reserved characters, end each line with "\n\0" (a block of its own)
-    perl -pe 's/([\[\]\\^\$\/@<>{}])/\\$1/g; s/\n?\z/\n\0/' "$1" |
-        apertium -z -u -f none eng-spa |
-        perl -0 -ne '
-            next if $_ eq "\0" || $_ eq "";   # the extra flushes at the end of the stream
-            chomp;                            # the NUL
-            s/\n\z// or die "mt_baselines: a block of Apertium output without its line end: $_\n";
-            s/\\(.)/$1/g;                     # unescape
-            s/\s+/ /g; s/^ //; s/ $//;
-            print "$_\n";' >"$2"
-}
-
-lines() {
     wc -l <"$1" | tr -d ' '
 }
 

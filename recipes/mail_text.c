@@ -218,20 +218,11 @@ static void decode_qp(span s, qkv__buf *out) {
     }
 }
 
-static int b64_value(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
 static void decode_base64(span s, qkv__buf *out) {
     uint32_t acc = 0;
     int bits = 0;
     for (size_t i = 0; i < s.n && s.p[i] != '='; i++) {
-        int v = b64_value(s.p[i]);
+        int v = qkv__base64_digit(s.p[i]);
         if (v < 0) continue;
         acc = (acc << 6) | (uint32_t)v;
         bits += 6;

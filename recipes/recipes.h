@@ -2,7 +2,7 @@
  * recipes.h: what is particular to the data sets and tasks qkv ships, built on the library's
  * generic data layer (qkv_data.h): the converters of `qkv data prepare` from the fetched sources
  * to the split files, the Brown corpus's universal tags, and the baselines that give each task its reference figure (naive Bayes, an n-gram
- * language model). The CLI, the tests and the fuzz targets link them (libqkv_recipes); libqkv
+ * language model, a word-for-word dictionary translation). The CLI, the tests and the fuzz targets link them (libqkv_recipes); libqkv
  * itself holds none of them.
  *
  * The recipes use the data layer's internal text utilities (src/data/data_internal.h: the byte
@@ -174,6 +174,35 @@ qkv_status qkv_ngram_logprob(const qkv_ngram *m, const int32_t *history, int64_t
  * symbols (the symbols of every line and one <eos> per line). */
 qkv_status qkv_ngram_score(const qkv_ngram *m, const qkv_corpus *c, double *nats,
                                    int64_t *events);
+
+/* ---------------------------------------------------------------------------------------------
+ * Baseline of English -> Spanish translation (`qkv data baseline mt-dict`): word for word with
+ * the FreeDict English-Spanish dictionary in dictd's format (recipes/dict_baseline.c has the
+ * rules: which entry and translation a headword gets, the words, de-inflection, case). Unknown
+ * words, blanks and punctuation are kept as they are.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct qkv_dict qkv_dict;
+
+typedef struct qkv_dict_counts {
+    int64_t words;      /* words read */
+    int64_t translated; /* of those, found in the dictionary (directly or de-inflected) */
+} qkv_dict_counts;
+
+/* Read a dictd index (eng-spa.index) and its uncompressed data file (eng-spa.dict). A missing
+ * file is QKV_ERR_IO naming it; a malformed index line, an entry past the end of the data or
+ * not of its headword, invalid UTF-8 are QKV_ERR_FORMAT "FILE:LINE: ...". */
+qkv_status qkv_dict_load(const char *index_path, const char *dict_path, qkv_dict **out);
+void qkv_dict_free(qkv_dict *d); /* accepts NULL */
+int64_t qkv_dict_size(const qkv_dict *d); /* headwords with a translation */
+/* The translation of the headword key[0, len) (the index's form: lower case, no punctuation),
+ * *tr_len bytes, not NUL-terminated; NULL when it is not a headword. */
+const char *qkv_dict_lookup(const qkv_dict *d, const char *key, size_t len, size_t *tr_len);
+/* text[0, len) translated word for word into *out (malloc'd, NUL-terminated, *out_len bytes;
+ * out_len may be NULL); counts (NULL or) gets the words added. Invalid UTF-8 is QKV_ERR_FORMAT
+ * "WHAT: invalid UTF-8 (byte 0xNN at column C)", what naming the text ("FILE:LINE"). */
+qkv_status qkv_dict_translate(const qkv_dict *d, const char *text, size_t len, const char *what,
+                              char **out, size_t *out_len, qkv_dict_counts *counts);
 
 #ifdef __cplusplus
 }

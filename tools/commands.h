@@ -20,5 +20,7 @@ int qkv_cmd_score(int argc, char **argv);
 int qkv_cmd_average(int argc, char **argv);
 /* `qkv data baseline lm` (lm_baseline.c); argv[0] is "lm". */
 int qkv_data_baseline_lm(int argc, char **argv);
+/* `qkv data baseline mt-dict` (mt_dict_baseline.c); argv[0] is "mt-dict". */
+int qkv_data_baseline_mt_dict(int argc, char **argv);
 
 #endif

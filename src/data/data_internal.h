@@ -63,6 +63,16 @@ int32_t qkv__vocab_reserved_id(const char *s, size_t len);
 
 /* s[0, len) is a decimal integer in [0, max] (no sign, no leading zeros except "0"). */
 bool qkv__parse_uint(const char *s, size_t len, int64_t max, int64_t *out);
+/* The value 0..63 of a base64 digit (RFC 4648's alphabet: A-Z a-z 0-9 + /, also that of dictd's
+ * index numbers), -1 for any other byte. */
+static inline int qkv__base64_digit(char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
 /* Bytes of the UTF-8 character at s[0, n): 1..4, or 0 when it is malformed (overlong forms,
  * surrogates and code points above U+10FFFF are malformed). */
 int qkv__utf8_char_len(const unsigned char *s, size_t n);

@@ -234,3 +234,69 @@ TEST(cli_data_bible) {
     free(bible);
     dt_rmtree(dir);
 }
+
+TEST(cli_data_mt_dict) {
+    if (access(QKV_CLI_PATH, X_OK) != 0) SKIP("the qkv CLI is not built");
+    char *dir = dt_tmpdir();
+    char args[2048];
+    /* the hand-made dictionary of tests/data/freedict (test_dict_baseline.c has its entries) on
+     * a pairs file's first field, on plain lines, and on stdin */
+    CHECK(dt_write(dir, "pairs.tsv",
+                   "The word of God.\tLa palabra de Dios.\n"
+                   "He walked; cities, boxes\tx\n"
+                   "\ty\n",
+                   -1));
+    CHECK(dt_write(dir, "plain.txt", "Only the light\r\nthe\tword\n", -1));
+    snprintf(args, sizeof args,
+             "data baseline mt-dict --dict '%s/tests/data/freedict' --field 1 '%s/pairs.tsv'",
+             dt_repo_root(), dir);
+    run_result r = run(dir, args);
+    CHECK_MSG(r.code == 0 && !strcmp(r.out, "El palabra de Dios.\nHe andar; ciudad, caja\n\n"),
+              "exit %d: %s%s", r.code, r.out, r.err);
+    CHECK_MSG(!strcmp(r.err, "mt-dict: 3 lines, 8 words, 7 found in the dictionary (87.5%), 20 "
+                             "headwords\n"),
+              "%s", r.err);
+    done(&r);
+    snprintf(args, sizeof args, "data baseline mt-dict --dict '%s/tests/data/freedict' < '%s/plain.txt'",
+             dt_repo_root(), dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 0 && !strcmp(r.out, "S\xc3\xb3lo el luz\nel\tpalabra\n"), "exit %d: %s%s",
+              r.code, r.out, r.err);
+    done(&r);
+    /* --field 2 of a line with one field; invalid UTF-8; a missing dictionary; usage */
+    CHECK(dt_write(dir, "bad.txt", "the word\nthe caf\xe9\n", -1));
+    snprintf(args, sizeof args,
+             "data baseline mt-dict --dict '%s/tests/data/freedict' --field 2 '%s/plain.txt'",
+             dt_repo_root(), dir);
+    r = run(dir, args);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "qkv data baseline mt-dict: %s/plain.txt:1: no field 2 (1 TAB-separated field)\n", dir);
+    CHECK_MSG(r.code == 1 && !strcmp(r.err, want), "exit %d: %s", r.code, r.err);
+    done(&r);
+    snprintf(args, sizeof args, "data baseline mt-dict --dict '%s/tests/data/freedict' '%s/bad.txt'",
+             dt_repo_root(), dir);
+    r = run(dir, args);
+    snprintf(want, sizeof want,
+             "qkv data baseline mt-dict: %s/bad.txt:2: invalid UTF-8 (byte 0xE9 at column 8)\n",
+             dir);
+    CHECK_MSG(r.code == 1 && !strcmp(r.err, want) && !strcmp(r.out, "el palabra\n"),
+              "exit %d: %s%s", r.code, r.out, r.err);
+    done(&r);
+    snprintf(args, sizeof args, "data baseline mt-dict --dict '%s/nowhere' '%s/bad.txt'", dir, dir);
+    r = run(dir, args);
+    CHECK_MSG(r.code == 1 && strstr(r.err, "nowhere/eng-spa.index: cannot open") &&
+                  strstr(r.err, "scripts/fetch_data.sh freedict"),
+              "exit %d: %s", r.code, r.err);
+    done(&r);
+    r = run(dir, "data baseline mt-dict --field 0 x");
+    CHECK(r.code == 2 && strstr(r.err, "--field needs an integer in 1..1000 (got '0')"));
+    done(&r);
+    r = run(dir, "data baseline mt-dict --bogus");
+    CHECK(r.code == 2 && strstr(r.err, "unknown option '--bogus'"));
+    done(&r);
+    r = run(dir, "data baseline mt-dict --help");
+    CHECK(r.code == 0 && strstr(r.out, "usage: qkv data baseline mt-dict"));
+    done(&r);
+    dt_rmtree(dir);
+}

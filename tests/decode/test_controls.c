@@ -27,7 +27,7 @@ static int32_t ref_greedy(const qkv_model *m, const qkv_decode_params *p, const 
                           int32_t *out, double *score) {
     int32_t fed[32] = {DT_BOS};
     int32_t n = 1 + n_prefix, len = 0;
-    memcpy(fed + 1, prefix, sizeof(int32_t) * (size_t)n_prefix);
+    if (n_prefix) memcpy(fed + 1, prefix, sizeof(int32_t) * (size_t)n_prefix);
     *score = 0;
     while (len < p->max_len) {
         double x[V];

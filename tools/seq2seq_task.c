@@ -495,8 +495,8 @@ static qkv_status s2s_evaluate(task *base, const qkv_model *m, task_metrics *out
 
 static void s2s_describe(const task *base, FILE *f) {
     const seq2seq_task *t = (const seq2seq_task *)base;
-    fprintf(f, "%lld training pairs, %lld dev words | vocab %d -> %d", (long long)qkv_dataset_size(t->train),
-            (long long)t->dev.groups.n, qkv_vocab_size(t->src), qkv_vocab_size(t->tgt));
+    fprintf(f, "%lld training pairs, %lld dev %s | vocab %d -> %d", (long long)qkv_dataset_size(t->train),
+            (long long)t->dev.groups.n, t->s.bleu ? "sentences" : "words", qkv_vocab_size(t->src), qkv_vocab_size(t->tgt));
 }
 
 static void s2s_free(task *base) {

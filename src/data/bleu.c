@@ -245,11 +245,7 @@ qkv_status qkv_bleu_add(qkv_bleu_stats *stats, const qkv_bleu_opts *opts, const 
     static const char who[] = "qkv_bleu_add";
     qkv_status st = check_opts(who, opts);
     if (st) return st;
-    if ((!hyp && hyp_len) || (n_refs > 0 && (!refs || !ref_lens)))
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL hypothesis or references", who);
-    if (n_refs < 1)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: %lld references (at least one)", who,
-                         (long long)n_refs);
+    if ((st = mt_check_sentence(who, hyp, hyp_len, refs, ref_lens, n_refs))) return st;
     if (stats && stats->sentences && stats->max_order != opts->max_order)
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "%s: the statistics have max_order %d, the options %d", who,

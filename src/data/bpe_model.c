@@ -26,18 +26,11 @@
 #define MAX_FILE_BYTES ((uint64_t)1 << 30)
 #define MAX_MERGES 10000000
 
-/* ---- strtab ---- */
-
-static uint32_t fnv1a(const char *s, size_t len) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
+/* ---- strtab (hashed with qkv_fnv1a32, as the vocabulary is) ---- */
 
 int32_t qkv__strtab_find(const qkv__strtab *t, const char *s, size_t len) {
     if (!t->slot) return -1;
-    for (uint32_t i = fnv1a(s, len) & t->mask;; i = (i + 1) & t->mask) {
+    for (uint32_t i = qkv_fnv1a32(s, len) & t->mask;; i = (i + 1) & t->mask) {
         const int32_t id = t->slot[i];
         if (id < 0) return -1;
         if (t->len[id] == len && !memcmp(t->text.p + t->off[id], s, len)) return id;
@@ -50,7 +43,7 @@ static bool strtab_rehash(qkv__strtab *t, uint32_t slots) {
     for (uint32_t i = 0; i < slots; i++)
         slot[i] = -1;
     for (int32_t id = 0; id < t->n; id++) {
-        uint32_t i = fnv1a(t->text.p + t->off[id], t->len[id]) & (slots - 1);
+        uint32_t i = qkv_fnv1a32(t->text.p + t->off[id], t->len[id]) & (slots - 1);
         while (slot[i] >= 0)
             i = (i + 1) & (slots - 1);
         slot[i] = id;
@@ -84,7 +77,7 @@ int32_t qkv__strtab_add(qkv__strtab *t, const char *s, size_t len) {
     id = t->n++;
     t->off[id] = at;
     t->len[id] = (uint32_t)len;
-    uint32_t i = fnv1a(s, len) & t->mask;
+    uint32_t i = qkv_fnv1a32(s, len) & t->mask;
     while (t->slot[i] >= 0)
         i = (i + 1) & t->mask;
     t->slot[i] = id;
@@ -327,8 +320,7 @@ qkv_status qkv__bpe_parse(const char *text, size_t len, const char *name, qkv__b
     for (size_t i = 0; i < n;) {
         const int k = qkv__utf8_char_len((const unsigned char *)v + i, n - i);
         if (k == 0) FAIL(3, "invalid UTF-8 in the alphabet, at its byte %zu", i + 1);
-        if (v[i] == ' ' || v[i] == '\r' || v[i] == '\0' ||
-            (k == QKV_BPE_MARKER_LEN && !memcmp(v + i, QKV_BPE_MARKER, QKV_BPE_MARKER_LEN)))
+        if (v[i] == ' ' || qkv__bpe_always_bytes(v + i, k))
             FAIL(3, "the alphabet has %s, which is never a character of it",
                  qkv__quote(quoted, sizeof quoted, v + i, (size_t)k));
         if (qkv__strtab_find(&m->sym, v + i, (size_t)k) >= 0)

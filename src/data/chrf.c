@@ -246,11 +246,7 @@ qkv_status qkv_chrf_add(qkv_chrf_stats *stats, const qkv_chrf_opts *opts, const 
     static const char who[] = "qkv_chrf_add";
     qkv_status st = check_opts(who, opts);
     if (st) return st;
-    if ((!hyp && hyp_len) || (n_refs > 0 && (!refs || !ref_lens)))
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL hypothesis or references", who);
-    if (n_refs < 1)
-        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: %lld references (at least one)", who,
-                         (long long)n_refs);
+    if ((st = mt_check_sentence(who, hyp, hyp_len, refs, ref_lens, n_refs))) return st;
     if (stats && !same_orders(stats, opts))
         return QKV_ERROR(QKV_ERR_INVALID_ARG,
                          "%s: the statistics have orders %d + %d, the options %d + %d", who,

@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The arguments of one sentence of qkv_bleu_add / qkv_chrf_add (mt_text.c): a hypothesis (NULL
+ * only when empty) and n_refs >= 1 references; QKV_ERR_INVALID_ARG "<who>: ..." otherwise. */
+qkv_status mt_check_sentence(const char *who, const char *hyp, size_t hyp_len, const char *const *refs,
+                             const size_t *ref_lens, int64_t n_refs);
+
 /* ---- code points (mt_text.c) ---- */
 
 /* A growable array of code points: pushes never fail; oom is sticky and checked at the end. */

@@ -47,6 +47,15 @@ void mt_cps_free(mt_cps *b) {
     *b = (mt_cps){0};
 }
 
+qkv_status mt_check_sentence(const char *who, const char *hyp, size_t hyp_len, const char *const *refs,
+                             const size_t *ref_lens, int64_t n_refs) {
+    if ((!hyp && hyp_len) || (n_refs > 0 && (!refs || !ref_lens)))
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: NULL hypothesis or references", who);
+    if (n_refs < 1)
+        return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: %lld references (at least one)", who, (long long)n_refs);
+    return QKV_OK;
+}
+
 qkv_status mt_decode(const char *who, const char *what, const char *s, size_t len, mt_cps *out) {
     out->n = 0;
     if (!s && len) return QKV_ERROR(QKV_ERR_INVALID_ARG, "%s: %s is NULL", who, what);

@@ -91,6 +91,16 @@ qkv_status qkv__bpe_add_char(qkv__bpe *m, const char *c, size_t len);
 qkv_status qkv__bpe_add_merge(qkv__bpe *m, int32_t left, int32_t right);
 /* Whether s[0, len) spells a byte symbol "<0xHH>" (HH two upper-case hex digits); its value. */
 bool qkv__bpe_is_byte(const char *s, size_t len, unsigned *byte);
+/* Whether the character c[0, k) is spelled as bytes whatever the alphabet: a literal marker,
+ * '\r', NUL (never characters of an alphabet). */
+static inline bool qkv__bpe_always_bytes(const char *c, int k) {
+    return c[0] == '\r' || c[0] == '\0' || (k == QKV_BPE_MARKER_LEN && !memcmp(c, QKV_BPE_MARKER, QKV_BPE_MARKER_LEN));
+}
+/* The id of the character c[0, k) in m's alphabet, or -1 (outside it, or a literal marker). */
+static inline int32_t qkv__bpe_char_id(const qkv__bpe *m, const char *c, int k) {
+    const int32_t id = qkv__strtab_find(&m->sym, c, (size_t)k);
+    return id == m->marker || id >= QKV_BPE_BYTES + m->n_alphabet ? -1 : id;
+}
 
 /* The model file (bpe_model.c: the format is in its header comment). */
 qkv_status qkv__bpe_save(const qkv__bpe *m, const char *path);

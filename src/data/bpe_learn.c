@@ -299,9 +299,7 @@ static qkv_status make_alphabet(const qkv_bpe_learner *l, qkv__bpe *m) {
         const char *s = qkv__strtab_str(&l->words, w, &n);
         for (size_t i = 0; i < n;) {
             const int k = qkv__utf8_char_len((const unsigned char *)s + i, n - i);
-            const bool never = s[i] == '\r' || s[i] == '\0' ||
-                               (k == QKV_BPE_MARKER_LEN && !memcmp(s + i, QKV_BPE_MARKER, QKV_BPE_MARKER_LEN));
-            if (!never) {
+            if (!qkv__bpe_always_bytes(s + i, k)) {
                 const int32_t id = qkv__strtab_add(&chars, s + i, (size_t)k);
                 if (id < 0) goto oom;
                 if (id == cap) {
@@ -358,9 +356,7 @@ static qkv_status spell_words(const qkv_bpe_learner *l, learning *L) {
         L->seq[at++] = m->marker;
         for (size_t i = 0; i < n;) {
             const int k = qkv__utf8_char_len((const unsigned char *)s + i, n - i);
-            int32_t id = qkv__strtab_find(&m->sym, s + i, (size_t)k);
-            if (id == m->marker || id >= QKV_BPE_BYTES + m->n_alphabet) id = -1;
-            L->seq[at++] = id;
+            L->seq[at++] = qkv__bpe_char_id(m, s + i, k);
             i += (size_t)k;
         }
         L->seq_len[w] = (int32_t)(at - L->seq_off[w]);

@@ -151,13 +151,10 @@ static qkv_status split_word(void *ctx, size_t off, size_t n, bool after_space) 
     for (size_t i = off; i < off + n;) {
         const int k = qkv__utf8_char_len(t + i, off + n - i);
         if (k == 0) return QKV_ERROR(QKV_ERR_FORMAT, "invalid UTF-8 at byte %zu of the %s", i + 1, s->what);
-        int32_t id = qkv__strtab_find(&m->sym, s->text + i, (size_t)k);
-        if (id == m->marker || id >= QKV_BPE_BYTES + m->n_alphabet) id = -1; /* a literal ▁: bytes */
-        const bool forced = id < 0 && ((k == QKV_BPE_MARKER_LEN && !memcmp(t + i, QKV_BPE_MARKER, 3)) ||
-                                       t[i] == '\r' || t[i] == '\0');
+        const int32_t id = qkv__bpe_char_id(m, s->text + i, k);
         if (id >= 0)
             add_node(s, &nodes, id, i, (size_t)k);
-        else if (m->byte_fallback || forced)
+        else if (m->byte_fallback || qkv__bpe_always_bytes(s->text + i, k))
             for (int b = 0; b < k; b++)
                 add_node(s, &nodes, t[i + b], i + b, 1);
         else

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef void (*qkv_test_fn)(void);
 void qkv_test_register(const char *name, const char *file, qkv_test_fn fn);
@@ -69,6 +70,14 @@ int qkv_test_failures(void);
             qkv_test_fail(__FILE__, __LINE__, "%s returned %s (%s), expected %s containing '%s'", \
                           #expr, qkv_status_str(qkv_st_), qkv_last_error(),                       \
                           qkv_status_str(status), (needle));                                      \
+    } while (0)
+
+/* A string that must equal `want` (NULL fails). */
+#define CHECK_STR(got, want)                                                                      \
+    do {                                                                                          \
+        const char *got_ = (got), *want_ = (want);                                                \
+        CHECK_MSG(got_ && !strcmp(got_, want_), "%s = '%s', expected '%s'", #got,                 \
+                  got_ ? got_ : "(null)", want_);                                                 \
     } while (0)
 
 #define SKIP(why)                                                                                 \

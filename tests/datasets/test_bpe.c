@@ -10,12 +10,6 @@
 
 #define M "\xe2\x96\x81" /* the marker */
 
-#define CHECK_STR(got, want)                                                                             \
-    do {                                                                                                 \
-        const char *got_ = (got), *want_ = (want);                                                       \
-        CHECK_MSG(got_ && !strcmp(got_, want_), "%s = '%s', expected '%s'", #got, got_ ? got_ : "(null)", want_); \
-    } while (0)
-
 typedef struct symbols {
     char text[8192];
     size_t n;

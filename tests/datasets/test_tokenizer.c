@@ -12,12 +12,6 @@
 
 #define MAX_SYMS 256
 
-#define CHECK_STR(got, want)                                                                             \
-    do {                                                                                                 \
-        const char *got_ = (got), *want_ = (want);                                                       \
-        CHECK_MSG(got_ && !strcmp(got_, want_), "%s = '%s', expected '%s'", #got, got_ ? got_ : "(null)", want_); \
-    } while (0)
-
 typedef struct collected {
     int n;
     size_t off[MAX_SYMS], len[MAX_SYMS];

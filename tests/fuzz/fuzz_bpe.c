@@ -26,9 +26,7 @@ typedef struct symbols {
     const qkv__bpe *m;
     const char *text;
     size_t len, end;
-    int64_t n, cap;
-    const char **sym;
-    size_t *sym_len;
+    fz_symbols out;
 } symbols;
 
 static qkv_status take(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
@@ -39,14 +37,7 @@ static qkv_status take(void *ctx, size_t off, size_t len, const char *sym, size_
     if (qkv__strtab_find(&s->m->sym, sym, sym_len) < 0) /* a character outside the alphabet, as itself */
         FZ_REQUIRE(!s->m->byte_fallback && sym == s->text + off && sym_len == len &&
                    qkv__utf8_char_len((const unsigned char *)sym, sym_len) == (int)sym_len);
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->sym = realloc(s->sym, (size_t)s->cap * sizeof *s->sym);
-        s->sym_len = realloc(s->sym_len, (size_t)s->cap * sizeof *s->sym_len);
-        FZ_REQUIRE(s->sym && s->sym_len);
-    }
-    s->sym[s->n] = sym;
-    s->sym_len[s->n++] = sym_len;
+    fz_symbols_push(&s->out, sym, sym_len);
     return QKV_OK;
 }
 
@@ -67,7 +58,7 @@ static void round_trips(const qkv__bpe *m, const char *texts, size_t len) {
     while (r.n) {
         size_t n;
         const char *text = fz_field(&r, '\n', &n);
-        s.text = text, s.len = n, s.end = 0, s.n = 0;
+        s.text = text, s.len = n, s.end = 0, s.out.n = 0;
         const qkv_status st = qkv_tokenizer_split(&t, text, n, "text", take, &s);
         if (!valid_utf8(text, n)) {
             FZ_REQUIRE(st == QKV_ERR_FORMAT && strstr(qkv_last_error(), "invalid UTF-8"));
@@ -76,12 +67,11 @@ static void round_trips(const qkv__bpe *m, const char *texts, size_t len) {
         FZ_REQUIRE(st == QKV_OK && s.end == n);
         char *got = malloc(n + 1);
         size_t got_len = 0;
-        FZ_REQUIRE(got && qkv_tokenizer_join(&t, s.sym, s.sym_len, s.n, got, n + 1, &got_len) == QKV_OK);
+        FZ_REQUIRE(got && qkv_tokenizer_join(&t, s.out.sym, s.out.len, s.out.n, got, n + 1, &got_len) == QKV_OK);
         FZ_REQUIRE(got_len == n && !memcmp(got, text, n));
         free(got);
     }
-    free(s.sym);
-    free(s.sym_len);
+    fz_symbols_free(&s.out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -28,9 +28,7 @@ typedef struct symbols {
     const char *text;
     size_t len, end; /* end: where the previous symbol ended */
     qkv_tokenizer_kind kind;
-    int64_t n, cap;
-    const char **sym;
-    size_t *sym_len;
+    fz_symbols out;
 } symbols;
 
 static qkv_status take(void *ctx, size_t off, size_t len, const char *sym, size_t sym_len) {
@@ -44,13 +42,7 @@ static qkv_status take(void *ctx, size_t off, size_t len, const char *sym, size_
     if (s->kind == QKV_TOKENIZER_CHARS)
         FZ_REQUIRE(off == s->end && qkv__utf8_char_len((const unsigned char *)sym, len) == (int)len);
     s->end = off + len;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->sym = realloc(s->sym, sizeof *s->sym * (size_t)s->cap);
-        s->sym_len = realloc(s->sym_len, sizeof *s->sym_len * (size_t)s->cap);
-        FZ_REQUIRE(s->sym && s->sym_len);
-    }
-    s->sym[s->n] = sym, s->sym_len[s->n++] = len;
+    fz_symbols_push(&s->out, sym, len);
     return QKV_OK;
 }
 
@@ -77,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     symbols s = {.text = (const char *)r.p, .len = r.n, .kind = kind};
     const qkv_status st = qkv_tokenizer_split(t, s.text, s.len, "text", take, &s);
     FZ_REQUIRE(st == QKV_OK || (st == QKV_ERR_FORMAT && qkv_last_error()[0] != '\0'));
-    FZ_REQUIRE(qkv_tokenizer_count(t, s.text, s.len) == (st ? -1 : s.n));
+    FZ_REQUIRE(qkv_tokenizer_count(t, s.text, s.len) == (st ? -1 : s.out.n));
     if (!st) {
         if (kind == QKV_TOKENIZER_CHARS) FZ_REQUIRE(s.end == s.len);
         char *want = malloc(s.len + 1), *got = malloc(s.len + 1);
@@ -85,17 +77,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const size_t want_len = kind == QKV_TOKENIZER_WORDS ? words_text(s.text, s.len, want) : s.len;
         if (kind != QKV_TOKENIZER_WORDS && s.len) memcpy(want, s.text, s.len);
         size_t got_len = 0;
-        FZ_REQUIRE(qkv_tokenizer_join(t, s.sym, s.sym_len, s.n, got, s.len + 1, &got_len) == QKV_OK);
+        FZ_REQUIRE(qkv_tokenizer_join(t, s.out.sym, s.out.len, s.out.n, got, s.len + 1, &got_len) == QKV_OK);
         FZ_REQUIRE(got_len == want_len && !memcmp(got, want, want_len) && got[got_len] == '\0');
         if (want_len > 0) { /* too small a buffer: cut short, NUL-terminated, the whole length reported */
             const size_t small = 1 + want_len / 2;
-            FZ_REQUIRE(qkv_tokenizer_join(t, s.sym, s.sym_len, s.n, got, small, &got_len) == QKV_OK);
+            FZ_REQUIRE(qkv_tokenizer_join(t, s.out.sym, s.out.len, s.out.n, got, small, &got_len) == QKV_OK);
             FZ_REQUIRE(got_len == want_len && got[small - 1] == '\0' && !memcmp(got, want, small - 1));
         }
         free(want);
         free(got);
     }
-    free(s.sym);
-    free(s.sym_len);
+    fz_symbols_free(&s.out);
     return 0;
 }

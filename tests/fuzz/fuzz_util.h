@@ -118,6 +118,30 @@ static inline char *fz_read_file(const char *path, size_t *size) {
     return p;
 }
 
+/* The symbols a tokenizer hands out, collected in order for qkv_tokenizer_join (each spelling as the
+ * tokenizer gives it: into the text, or into its model). */
+typedef struct fz_symbols {
+    const char **sym;
+    size_t *len;
+    int64_t n, cap;
+} fz_symbols;
+
+static inline void fz_symbols_push(fz_symbols *s, const char *sym, size_t len) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->sym = realloc(s->sym, sizeof *s->sym * (size_t)s->cap);
+        s->len = realloc(s->len, sizeof *s->len * (size_t)s->cap);
+        FZ_REQUIRE(s->sym && s->len);
+    }
+    s->sym[s->n] = sym;
+    s->len[s->n++] = len;
+}
+
+static inline void fz_symbols_free(fz_symbols *s) {
+    free(s->sym);
+    free(s->len);
+}
+
 /* Cutting an input: bytes of options from the front, then fields up to a separator byte. */
 typedef struct fz_reader {
     const uint8_t *p;

@@ -16,6 +16,7 @@
 #include "task.h"
 #include "qkv/qkv.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,12 @@ static void usage(FILE *f) {
                "  qkv eval runs/en-es/avg5.safetensors data/bible/bible.en-es.dev.tsv\n");
 }
 
+static void free_paths(char **paths, int n) {
+    for (int i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
 /* The paths of the last n step-<S>.safetensors of dir (malloc'd, oldest first), or NULL (printed). */
 static char **last_steps(const char *dir, int n) {
     long long steps[1024];
@@ -49,20 +56,16 @@ static char **last_steps(const char *dir, int n) {
         return NULL;
     }
     char **paths = calloc((size_t)n, sizeof *paths);
-    for (int i = 0; paths && i < n; i++) {
+    bool ok = paths != NULL;
+    for (int i = 0; ok && i < n; i++) { /* steps are the latest first; paths the oldest first */
         const size_t size = strlen(dir) + 48;
-        if (!(paths[n - 1 - i] = malloc(size))) break;
-        snprintf(paths[n - 1 - i], size, "%s/step-%lld.safetensors", dir, steps[i]);
+        if ((ok = (paths[n - 1 - i] = malloc(size)) != NULL))
+            snprintf(paths[n - 1 - i], size, "%s/step-%lld.safetensors", dir, steps[i]);
     }
-    for (int i = 0; paths && i < n; i++)
-        if (!paths[i]) {
-            for (int k = 0; k < n; k++)
-                free(paths[k]);
-            free(paths);
-            paths = NULL;
-        }
-    if (!paths) fprintf(stderr, CMD ": out of memory\n");
-    return paths;
+    if (ok) return paths;
+    fprintf(stderr, CMD ": out of memory\n");
+    free_paths(paths, n);
+    return NULL;
 }
 
 int qkv_cmd_average(int argc, char **argv) {
@@ -131,9 +134,7 @@ int qkv_cmd_average(int argc, char **argv) {
     for (int k = 0; models && k < n; k++)
         qkv_model_free(models[k]);
     free(models);
-    for (int k = 0; paths && k < n; k++)
-        free(paths[k]);
-    free(paths);
+    free_paths(paths, n);
     free(inputs);
     return rc;
 }

@@ -56,8 +56,7 @@ static void usage(FILE *f) {
 
 typedef struct options {
     const char *out, *model, *tokenizer;
-    int field;      /* 0: the whole line */
-    int fields[8];  /* learn: --field K,K,...: each of them */
+    int fields[8]; /* --field K (learn: K,K,...: each of them); none: the whole line */
     int n_fields;
     qkv_bpe_opts bpe;
     const char **files;
@@ -112,8 +111,8 @@ static int parse(const char *sub, int argc, char **argv, options *o) {
                 o->fields[o->n_fields++] = (int)val;
             }
         } else if (!strcmp(a, "--field")) {
-            if (!cli_int_option(cmd, argc, argv, &i, 1, 1000, &o->field)) return 2;
-            o->fields[0] = o->field, o->n_fields = 1;
+            if (!cli_int_option(cmd, argc, argv, &i, 1, 1000, &o->fields[0])) return 2;
+            o->n_fields = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
@@ -328,7 +327,7 @@ static int cmd_code(const options *o, bool encode) {
         cli_print_error(prefix);
         return st == QKV_ERR_INVALID_ARG ? 2 : 1;
     }
-    coding c = {.tok = tok, .field = o->field, .cmd = cmd};
+    coding c = {.tok = tok, .field = o->n_fields ? o->fields[0] : 0, .cmd = cmd};
     int rc = input_for_each_line(encode ? "tokenizer encode" : "tokenizer decode", o->files, o->n_files,
                                  encode ? encode_line : decode_line, &c);
     if (fflush(stdout) != 0 || ferror(stdout)) {
